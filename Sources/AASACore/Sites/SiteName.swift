@@ -1,0 +1,80 @@
+/// The name of a site folder in a config directory: a host name (`example.com`) or a wildcard
+/// (`*.example.org`, any subdomain of any depth, never `example.org` itself). SPEC section 2.
+public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The host, or for a wildcard the suffix after `*.`.
+    public let host: String
+    public let isWildcard: Bool
+
+    /// Parses a folder name. Host names must already be in the form a request compares with:
+    /// lower case, no port, no trailing dot, IDN as punycode; anything else is not a site.
+    public init?(_ name: String) {
+        var host = Substring(name)
+        var wildcard = false
+        if host.hasPrefix("*.") {
+            wildcard = true
+            host = host.dropFirst(2)
+        }
+        guard SiteName.isHostName(host) else { return nil }
+        self.host = String(host)
+        self.isWildcard = wildcard
+    }
+
+    public var description: String { isWildcard ? "*." + host : host }
+
+    public static func < (a: SiteName, b: SiteName) -> Bool { a.description < b.description }
+
+    /// RFC 1123 labels: lower-case letters, digits and hyphens (and `_`, which DNS allows),
+    /// 1–63 bytes each, 253 bytes in all, no hyphen at either end of a label.
+    public static func isHostName(_ host: Substring) -> Bool {
+        guard !host.isEmpty, host.utf8.count <= 253 else { return false }
+        for label in host.split(separator: ".", omittingEmptySubsequences: false) {
+            guard !label.isEmpty, label.utf8.count <= 63,
+                  label.utf8.first != UInt8(ascii: "-"), label.utf8.last != UInt8(ascii: "-"),
+                  label.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || isASCIIDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+            else { return false }
+        }
+        return true
+    }
+
+    /// Whether this site serves `host` (already normalized: lower case, no port, no trailing dot).
+    public func serves(_ host: String) -> Bool {
+        if !isWildcard { return host == self.host }
+        return host.utf8.count > self.host.utf8.count + 1 && host.hasSuffix("." + self.host)
+    }
+}
+
+/// Finds the site for a host: the exact name first, then the most specific wildcard
+/// (`a.b.example.org` prefers `*.b.example.org` to `*.example.org`).
+public struct SiteIndex<Value: Sendable>: Sendable {
+    private var exact: [String: Value] = [:]
+    private var wildcards: [String: Value] = [:]
+
+    public init() {}
+
+    public init(_ entries: [(SiteName, Value)]) {
+        for (name, value) in entries { self[name] = value }
+    }
+
+    public subscript(name: SiteName) -> Value? {
+        get { name.isWildcard ? wildcards[name.host] : exact[name.host] }
+        set {
+            if name.isWildcard { wildcards[name.host] = newValue } else { exact[name.host] = newValue }
+        }
+    }
+
+    public var isEmpty: Bool { exact.isEmpty && wildcards.isEmpty }
+    public var count: Int { exact.count + wildcards.count }
+
+    /// The site that serves `host`, with the name it was found under.
+    public func lookup(_ host: String) -> (name: SiteName, value: Value)? {
+        if let v = exact[host], let name = SiteName(host) { return (name, v) }
+        guard !wildcards.isEmpty else { return nil }
+        // Drop one label at a time: the longest suffix, hence the most specific wildcard, comes first.
+        var rest = Substring(host)
+        while let dot = rest.firstIndex(of: ".") {
+            rest = rest[rest.index(after: dot)...]
+            if let v = wildcards[String(rest)], let name = SiteName("*." + rest) { return (name, v) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,88 @@
+/// An `apple-app-site-association` file: its bytes, what they mean, and everything wrong with
+/// them. This is the one question the server, `aasa validate` and `aasa match` all ask.
+public struct AASAFile: Sendable {
+    /// swcd stops a download once more than 0x20000 bytes have arrived (reference 1.9).
+    public static let maximumSize = 131_072
+
+    /// The bytes exactly as read: what the server serves when the file is valid.
+    public let bytes: [UInt8]
+    /// The document as a device reads it, or nil when the bytes are not a JSON object.
+    public let document: AASADocument?
+    /// Every finding, in order of position.
+    public let diagnostics: [Diagnostic]
+
+    /// True when there is no error (warnings allowed): the file may be served.
+    public var isValid: Bool { !diagnostics.contains { $0.severity == .error } }
+
+    public var errorCount: Int { diagnostics.count { $0.severity == .error } }
+    public var warningCount: Int { diagnostics.count { $0.severity == .warning } }
+
+    public init(bytes: [UInt8]) {
+        self.bytes = bytes
+        let map = SourceMap(bytes)
+        var diagnostics: [Diagnostic] = []
+        if bytes.count > AASAFile.maximumSize {
+            diagnostics.append(Diagnostic(.fileTooLarge,
+                "the file is \(bytes.count) bytes; iOS stops reading after \(AASAFile.maximumSize) bytes (128 KB)",
+                at: SourcePosition(line: 1, column: 1), path: .root))
+        }
+        // A DER SEQUENCE: the CMS-signed files of iOS 8 (reference 1.7).
+        if bytes.count >= 2, bytes[0] == 0x30, (0x80...0x84).contains(bytes[1]) {
+            diagnostics.append(Diagnostic(.signedFile,
+                "this looks like a signed (CMS/PKCS#7) file; since iOS 9 serve the JSON itself, unsigned, as application/json",
+                at: SourcePosition(line: 1, column: 1), path: .root))
+            self.document = nil
+            self.diagnostics = diagnostics
+            return
+        }
+        let parsed = JSONParser.parse(bytes, map: map)
+        diagnostics += parsed.diagnostics
+        var document: AASADocument?
+        if let value = parsed.value {
+            var reader = DocumentReader(map: map)
+            document = reader.read(value)
+            diagnostics += reader.sink.diagnostics
+            if let document {
+                diagnostics += AASAFile.crossChecks(document, map: map)
+            }
+        }
+        self.document = document
+        // Stable sort by position: findings read top to bottom like a compiler's.
+        self.diagnostics = diagnostics.enumerated()
+            .sorted { ($0.element.position, $0.offset) < ($1.element.position, $1.offset) }
+            .map(\.element)
+    }
+
+    public init(_ text: String) {
+        self.init(bytes: Array(text.utf8))
+    }
+
+    /// Rules that look across entries: unreachable components, apps in several entries.
+    static func crossChecks(_ document: AASADocument, map: SourceMap) -> [Diagnostic] {
+        var sink = DiagnosticSink(map: map)
+        guard let details = document.appLinks?.details else { return [] }
+        var firstEntry: [String: Int] = [:]
+        for (d, detail) in details.enumerated() {
+            var seenHere: Set<String> = []
+            for (k, app) in detail.appIDs.enumerated() where seenHere.insert(app).inserted {
+                if let first = firstEntry[app] {
+                    sink.report(.duplicateApp,
+                                "\(JSONWriter.quoted(app)) is also in details[\(first)]; for this app that earlier entry decides first, and this one only when it matches nothing",
+                                at: detail.appIDOffsets[k], path: detail.path)
+                } else {
+                    firstEntry[app] = d
+                }
+            }
+            guard case .components(let components) = detail.rules else { continue }
+            for (j, later) in components.enumerated() {
+                if let i = components[..<j].firstIndex(where: { Reachability.covers($0, later) }) {
+                    let earlier = components[i]
+                    sink.report(.unreachableComponent,
+                                "component \(j) can never match: component \(i) matches every URL it matches and \(earlier.exclude ? "blocks" : "opens") it first",
+                                at: later.offset, path: later.jsonPath)
+                }
+            }
+        }
+        return sink.diagnostics
+    }
+}

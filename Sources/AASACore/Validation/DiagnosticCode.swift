@@ -1,0 +1,65 @@
+/// Every rule the validator knows, with a stable code. The raw value is what users see in
+/// `[code]` and in JSON output, so it never changes once released.
+public enum DiagnosticCode: String, Sendable, CaseIterable {
+    // The file and its JSON syntax (RFC 8259).
+    case fileTooLarge = "file-too-large"
+    case emptyFile = "empty-file"
+    case byteOrderMark = "bom"
+    case signedFile = "signed-file"
+    case invalidUTF8 = "invalid-utf8"
+    case syntax = "syntax"
+    case missingComma = "missing-comma"
+    case trailingComma = "trailing-comma"
+    case comment = "comment"
+    case unterminatedString = "unterminated-string"
+    case controlCharacter = "control-character"
+    case invalidEscape = "invalid-escape"
+    case invalidNumber = "invalid-number"
+    case invalidLiteral = "invalid-literal"
+    case nestingTooDeep = "nesting-too-deep"
+    case trailingContent = "trailing-content"
+    case duplicateKey = "duplicate-key"
+
+    // Structure of the document.
+    case rootNotObject = "root-not-object"
+    case noService = "no-service"
+    case unknownKey = "unknown-key"
+    case wrongType = "wrong-type"
+    case missingKey = "missing-key"
+    case emptyList = "empty-list"
+    case legacyAppsNotEmpty = "legacy-apps-not-empty"
+    case legacyDetailsDictionary = "legacy-details-dictionary"
+    case invalidAppID = "invalid-app-id"
+    case lowercaseAppIDPrefix = "app-id-lowercase-prefix"
+    case appIDIgnored = "app-id-ignored"
+    case pathsIgnored = "paths-ignored"
+    case noPatterns = "no-patterns"
+    case duplicateApp = "duplicate-app"
+    case queryValueNotString = "query-value-not-string"
+    case excludeInDefaults = "exclude-in-defaults"
+
+    // Patterns and substitution variables.
+    case unterminatedVariable = "unterminated-variable"
+    case undefinedVariable = "undefined-variable"
+    case invalidVariableName = "invalid-variable-name"
+    case variableInVariable = "variable-in-variable"
+    case variableShadowsBuiltin = "variable-shadows-builtin"
+    case unreachableComponent = "unreachable-component"
+    case unmatchablePattern = "unmatchable-pattern"
+    case queryInPath = "query-in-path"
+    case encodedPatternNotDecoded = "encoded-pattern-with-percent-encoded-false"
+    case lowercasePercentEscape = "lowercase-percent-escape"
+
+    public var severity: Severity {
+        switch self {
+        case .byteOrderMark, .duplicateKey, .noService, .unknownKey, .emptyList,
+             .legacyDetailsDictionary, .lowercaseAppIDPrefix, .appIDIgnored, .pathsIgnored,
+             .noPatterns, .duplicateApp, .excludeInDefaults, .variableShadowsBuiltin,
+             .unreachableComponent, .unmatchablePattern, .queryInPath,
+             .encodedPatternNotDecoded, .lowercasePercentEscape:
+            return .warning
+        default:
+            return .error
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import AASACore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reading files and config directories for the commands.
+enum InputFiles {
+    struct ReadError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The whole file, refusing anything that is not a regular file. Reads at most
+    /// `limit` bytes more than the AASA limit, so a huge file cannot exhaust memory.
+    static func read(_ path: String, limit: Int = 64 * 1024 * 1024) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ReadError(description: "\(path): cannot open: \(errnoText())") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw ReadError(description: "\(path): cannot stat: \(errnoText())") }
+        if (st.st_mode & S_IFMT) == S_IFDIR { throw ReadError(description: "\(path): is a directory") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError(description: "\(path): cannot read: \(errnoText())")
+            }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+            if bytes.count > limit { throw ReadError(description: "\(path): larger than \(limit) bytes") }
+        }
+        return bytes
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// A site folder of a config directory (SPEC section 2).
+    struct Site {
+        var name: SiteName
+        var file: String
+    }
+
+    /// The sites of a config directory, in byte order of their names. Entries that begin with
+    /// `.` are skipped (Kubernetes' `..data`); other names that are not host names are reported
+    /// through `skipped`.
+    static func sites(in directory: String, skipped: (String) -> Void = { _ in }) throws -> [Site] {
+        guard let dir = opendir(directory) else {
+            throw ReadError(description: "\(directory): cannot open directory: \(errnoText())")
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name.hasPrefix(".") { continue }
+            names.append(name)
+        }
+        var sites: [Site] = []
+        for name in names.sorted() {
+            let folder = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            guard isDirectory(folder) else { continue }
+            guard let site = SiteName(name) else {
+                skipped("\(folder): not a site: a folder name must be a lower-case host name or *.host")
+                continue
+            }
+            sites.append(Site(name: site, file: folder + "/apple-app-site-association"))
+        }
+        return sites
+    }
+
+    static func errnoText() -> String {
+        String(cString: strerror(errno))
+    }
+}
