@@ -393,22 +393,27 @@ public struct JSONParser {
         case 0xF1...0xF3: length = 4; value = UInt32(b0 & 0x07)
         case 0xF4: length = 4; value = UInt32(b0 & 0x07); upper = 0x8F
         default:
-            report(.invalidUTF8, "invalid UTF-8 byte 0x\(hex(UInt32(b0), width: 2))", at: index)
-            index += 1
-            return "\u{FFFD}"
+            return invalidUTF8(at: index, "invalid UTF-8 byte 0x\(hex(UInt32(b0), width: 2))")
         }
         for i in 1..<length {
             let at = index + i
             let ok = at < bytes.count && bytes[at] >= (i == 1 ? lower : 0x80) && bytes[at] <= (i == 1 ? upper : 0xBF)
             guard ok else {
-                report(.invalidUTF8, "invalid UTF-8 sequence starting with byte 0x\(hex(UInt32(b0), width: 2))", at: index)
-                index += i
-                return "\u{FFFD}"
+                return invalidUTF8(at: index, "invalid UTF-8 sequence starting with byte 0x\(hex(UInt32(b0), width: 2))")
             }
             value = value << 6 | UInt32(bytes[at] & 0x3F)
         }
         index += length
         return Unicode.Scalar(value) ?? "\u{FFFD}"
+    }
+
+    /// Reports one invalid sequence and skips it with the continuation bytes that follow, so a
+    /// run of bad bytes is one finding and one U+FFFD.
+    private mutating func invalidUTF8(at start: Int, _ message: String) -> Unicode.Scalar {
+        report(.invalidUTF8, message, at: start)
+        index = start + 1
+        while index < bytes.count, bytes[index] & 0xC0 == 0x80 { index += 1 }
+        return "\u{FFFD}"
     }
 
     // MARK: - Whitespace and comments

@@ -50,3 +50,4 @@ public struct JSONPath: Hashable, Sendable, CustomStringConvertible {
 @inline(__always) func isASCIIHexDigit(_ b: UInt8) -> Bool {
     isASCIIDigit(b) || ((b | 0x20) >= UInt8(ascii: "a") && (b | 0x20) <= UInt8(ascii: "f"))
 }
+@inline(__always) func isASCIIHexByte(_ b: UInt8) -> Bool { isASCIIHexDigit(b) }

@@ -286,11 +286,10 @@ struct DocumentReader {
     /// sets are checked with the flags in effect for it (its own over `base`).
     private mutating func readFields(_ value: JSONValue, path: JSONPath, base: ComponentFields,
                                      variables: SubstitutionVariables, isDefaults: Bool) -> ComponentFields {
-        guard let members = value.objectMembers else {
+        guard let members = value.effectiveMembers else {
             reportType(value, expected: "an object", path: path)
             return ComponentFields()
         }
-        let members = value.effectiveMembers ?? members
         var fields = ComponentFields()
         var patterns: [(text: String, kind: PatternKind, offset: Int, path: JSONPath)] = []
         for member in members {

@@ -66,7 +66,7 @@ enum PatternLint {
 }
 
 extension Unicode.Scalar {
-    var isASCIIHexDigit: Bool { value < 0x80 && AASACore.isASCIIHexDigit(UInt8(value)) }
+    var isASCIIHexDigit: Bool { value < 0x80 && isASCIIHexByte(UInt8(value)) }
     var isLowercaseHexLetter: Bool { value >= 0x61 && value <= 0x66 }
 }
 

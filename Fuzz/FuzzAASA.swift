@@ -1,0 +1,42 @@
+// libFuzzer entry point for AASACore: the JSON parser, the validator and the matcher.
+// Built by `make fuzz` with `swiftc -sanitize=fuzzer,address` together with AASACore's sources.
+//
+// One input is used three ways: as a whole file (parse, validate, then match a few URLs
+// against whatever document it yields), and split at the first newline as pattern + subject.
+
+let probeURLs = [
+    "https://example.com/", "https://example.com/buy/42?id=7&id=42#frag",
+    "https://example.com/a%2Fb/caf%C3%A9?q=%26&x", "https://example.com//x//?#",
+]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+
+    let file = AASAFile(bytes: bytes)
+    for d in file.diagnostics {
+        precondition(d.line >= 1 && d.column >= 1, "diagnostic outside the file: \(d)")
+    }
+    if let document = file.document {
+        for text in probeURLs {
+            let url = try! URLParts(text)
+            let results = document.decide(url)
+            precondition(results.count == document.appLinksAppIDs.count)
+        }
+    }
+
+    let text = String(decoding: bytes, as: UTF8.self)
+    let parts = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+    let patternText = String(parts[0])
+    let subject = parts.count > 1 ? String(parts[1]) : ""
+    for caseSensitive in [true, false] {
+        let pattern = Pattern(patternText, caseSensitive: caseSensitive)
+        let input = Array(subject.unicodeScalars)
+        _ = pattern.matches(caseSensitive ? input : Pattern.fold(input))
+        _ = PathPattern(patternText, caseSensitive: caseSensitive).matches(normalizedPath: input)
+    }
+    if let url = try? URLParts("https://example.com/" + subject) {
+        _ = URLParts.percentDecoded(url.path)
+    }
+    return 0
+}
