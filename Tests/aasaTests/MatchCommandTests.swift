@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+private let file = #"""
+{"applinks": {"details": [
+  {"appIDs": ["ABCDE12345.com.example.app"], "components": [{"#": "nope", "exclude": true}, {"/": "/buy/*"}]},
+  {"appIDs": ["ABCDE12345.com.example.other"], "components": [{"/": "/help"}]}
+]}}
+"""#
+
+@Suite struct MatchCommandTests {
+    @Test func decidesForEveryAppAndSaysWhichComponentDecided() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", file)
+        let r = try AASABinary.run(["match", path, "https://example.com/buy/42"])
+        #expect(r.status == 0)
+        #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 1)\nABCDE12345.com.example.other: no_match\n")
+    }
+
+    @Test func writesJSON() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", file)
+        let r = try AASABinary.run(["match", path, "https://example.com/buy/1#nope", "--format", "json"])
+        #expect(r.status == 1, "an exclude is not a match")
+        let json = try r.json()
+        #expect(json["url"] as? String == "https://example.com/buy/1#nope")
+        #expect(json["host"] as? String == "example.com")
+        let results = try #require(json["results"] as? [[String: Any]])
+        #expect(results.count == 2)
+        #expect(results[0]["app"] as? String == "ABCDE12345.com.example.app")
+        #expect(results[0]["decision"] as? String == "exclude")
+        #expect(results[0]["detail"] as? Int == 0)
+        #expect(results[0]["component"] as? Int == 0)
+        #expect(results[1]["decision"] as? String == "no_match")
+        #expect(results[1]["detail"] is NSNull)
+        #expect(results[1]["component"] is NSNull)
+    }
+
+    @Test func theAppOptionDecidesTheExitStatus() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", file)
+        #expect(try AASABinary.run(["match", path, "https://example.com/help", "--app", "ABCDE12345.com.example.other"]).status == 0)
+        let r = try AASABinary.run(["match", path, "https://example.com/help", "--app", "ABCDE12345.com.example.app"])
+        #expect(r.status == 1)
+        #expect(r.stdout == "ABCDE12345.com.example.app: no_match\n")
+    }
+
+    @Test func aURLOnAnotherDomainMatchesNothing() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", file)
+        let r = try AASABinary.run(["match", path, "https://other.com/buy/1", "--domain", "example.com"])
+        #expect(r.status == 1)
+        #expect(!r.stdout.contains(": match"))
+    }
+
+    @Test func choosesTheSiteByHostFromAConfigDirectory() throws {
+        let r = try AASABinary.run(["match", "--config", "config", "https://deep.news.example.org/articles/7", "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let results = try #require(try r.json()["results"] as? [[String: Any]])
+        #expect(results.first?["app"] as? String == "FGHIJ67890.org.example.reader")
+        let none = try AASABinary.run(["match", "--config", "config", "https://example.org/articles/7"])
+        #expect(none.status == 1)
+        #expect(none.stderr.contains("no site"))
+    }
+
+    @Test func findingsGoToStandardErrorAndDoNotStopMatching() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a", "?": {"x": "1", "y": 2}}]}]}}"#)
+        let r = try AASABinary.run(["match", path, "https://example.com/a?x=9"])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("[query-value-not-string]"))
+        #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
+    }
+
+    @Test func notJSONOrUnreadableOrBadUsageIsExitTwo() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", "<html>")
+        #expect(try AASABinary.run(["match", path, "https://example.com/"]).status == 2)
+        #expect(try AASABinary.run(["match", "/nonexistent", "https://example.com/"]).status == 2)
+        #expect(try AASABinary.run(["match", path]).status == 2)
+        #expect(try AASABinary.run(["match", path, "not a url"]).status == 2)
+    }
+}
