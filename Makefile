@@ -4,6 +4,9 @@
 SWIFT_BIN ?= $(firstword $(wildcard /opt/swift/usr/bin) $(dir $(shell command -v swift 2>/dev/null)))
 export PATH := $(SWIFT_BIN):$(PATH)
 
+SHELL       := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+
 SWIFT      ?= swift
 CONFIG     ?= config
 DEBUG_BIN  := .build/debug/aasa
@@ -37,12 +40,14 @@ run: build
 	$(DEBUG_BIN) validate $(CONFIG)
 	$(DEBUG_BIN) serve --dev --config $(CONFIG)
 
-# The whole suite: unit and command tests, then a short bounded fuzz run.
+# The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
+# the count of tests, as "N passed, 0 failed".
 test: deps unit-test fuzz-smoke
+	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
 unit-test:
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build 2>&1 | tee .build/test.log
 
 # libFuzzer over the JSON parser, the validator and the matcher. `make fuzz FUZZ_TIME=600`
 # runs longer; crashes are written as crash-* files in the current directory.
