@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "aasa",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "aasa", targets: ["aasa"]),
         .library(name: "AASACore", targets: ["AASACore"]),
@@ -14,14 +14,28 @@ let package = Package(
     targets: [
         // The shared core: pure Swift, no Foundation, no sockets, no OpenSSL.
         .target(name: "AASACore"),
+        // HTTP/1.1 request parsing and dates: pure, no I/O, fuzzed on its own.
+        .target(name: "AASAHTTP"),
+        // Linux calls Swift's Glibc module does not export (epoll, eventfd, inotify, signalfd, accept4).
+        .target(name: "CLinux"),
+        // The system OpenSSL, with one-line wrappers for its function-like macros.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The server: event loops, TLS, sites and reload, admin.
+        .target(name: "AASAServer", dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL"]),
         .executableTarget(
             name: "aasa",
             dependencies: [
                 "AASACore",
+                "AASAServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "AASACoreTests", dependencies: ["AASACore"]),
+        .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa"]),
     ],

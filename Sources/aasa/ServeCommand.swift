@@ -1,13 +1,136 @@
+import AASAServer
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve apple-app-site-association files over HTTPS (not built yet)."
+        abstract: "Serve apple-app-site-association files over HTTPS.",
+        discussion: """
+        Every option also reads an environment variable: AASA_CONFIG, AASA_CERTS, AASA_HTTPS and \
+        AASA_HTTP (comma-separated lists), AASA_ADMIN, AASA_DEFAULT_CERT, AASA_DEV, AASA_WORKERS, \
+        AASA_PROXY_PROTOCOL, AASA_MAX_CONNECTIONS, AASA_LOG_FORMAT, AASA_CACHE_MAX_AGE, \
+        AASA_SHUTDOWN_GRACE. A flag on the command line wins over the variable.
+        """
     )
 
+    @Option(help: "Config directory: one folder per site (default ./config).")
+    var config: String?
+
+    @Option(help: "Certificates: NAME.crt/NAME.pem with NAME.key, or NAME/fullchain.pem with NAME/privkey.pem.")
+    var certs: String?
+
+    @Option(help: "HTTPS listener ADDR:PORT; repeatable (default 0.0.0.0:8443).")
+    var https: [String] = []
+
+    @Option(help: "Plain HTTP listener ADDR:PORT; repeatable (none by default; 0.0.0.0:8080 with --dev).")
+    var http: [String] = []
+
+    @Option(help: "Admin listener ADDR:PORT, or 'off' (default 127.0.0.1:9090).")
+    var admin: String?
+
+    @Option(name: .customLong("default-cert"), help: "Certificate for clients without SNI or with an unknown name.")
+    var defaultCert: String?
+
+    @Flag(help: "Development mode: certs-dev/, an HTTP listener on 8080, Cache-Control: no-cache.")
+    var dev = false
+
+    @Option(help: "Event loop threads (default: number of cores).")
+    var workers: Int?
+
+    @Flag(name: .customLong("proxy-protocol"), help: "Expect a PROXY protocol v1/v2 header on HTTPS and HTTP connections.")
+    var proxyProtocol = false
+
+    @Option(name: .customLong("max-connections"), help: "Stop accepting above this many connections (default 10000).")
+    var maxConnections: Int?
+
+    @Option(name: .customLong("log-format"), help: "text or json.")
+    var logFormat: String?
+
+    @Option(name: .customLong("cache-max-age"), help: "Cache-Control max-age in seconds (default 3600).")
+    var cacheMaxAge: Int?
+
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default 10).")
+    var shutdownGrace: Int?
+
     func run() throws {
-        FileHandleOutput.standardError.write("aasa serve: the server is not built yet; use `aasa validate` and `aasa match`.\n")
-        throw ExitCode(1)
+        let env = Environment()
+        var c = ServerConfiguration()
+        let dev = self.dev || env.flag("AASA_DEV")
+        c.configDirectory = config ?? env["AASA_CONFIG"] ?? "./config"
+        while c.configDirectory.count > 1 && c.configDirectory.hasSuffix("/") { c.configDirectory.removeLast() }
+        c.certsDirectory = certs ?? env["AASA_CERTS"] ?? (dev ? "certs-dev" : nil)
+        c.defaultCertificate = defaultCert ?? env["AASA_DEFAULT_CERT"]
+
+        let httpsList = https.isEmpty ? env.list("AASA_HTTPS") : https
+        let httpList = http.isEmpty ? env.list("AASA_HTTP") : http
+        c.https = try addresses(httpsList.isEmpty ? ["0.0.0.0:8443"] : httpsList, "--https")
+        c.http = try addresses(httpList.isEmpty && dev ? ["0.0.0.0:8080"] : httpList, "--http")
+        if c.certsDirectory == nil {
+            guard httpsList.isEmpty else { throw ValidationError("--https needs --certs DIR (or --dev)") }
+            c.https = []
+            guard !c.http.isEmpty else {
+                throw ValidationError("nothing to serve: give --certs DIR for HTTPS, or --http ADDR:PORT (or use --dev)")
+            }
+        }
+        let adminText = admin ?? env["AASA_ADMIN"] ?? "127.0.0.1:9090"
+        c.admin = ["off", "none", ""].contains(adminText) ? nil : try addresses([adminText], "--admin").first
+
+        c.workers = try positive(workers ?? env.int("AASA_WORKERS") ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), "--workers")
+        c.maxConnections = try positive(maxConnections ?? env.int("AASA_MAX_CONNECTIONS") ?? 10_000, "--max-connections")
+        let format = logFormat ?? env["AASA_LOG_FORMAT"] ?? "text"
+        guard let parsedFormat = LogFormat(rawValue: format) else { throw ValidationError("--log-format must be text or json") }
+        c.logFormat = parsedFormat
+        let maxAge = cacheMaxAge ?? env.int("AASA_CACHE_MAX_AGE") ?? 3600
+        guard maxAge >= 0 else { throw ValidationError("--cache-max-age must be 0 or more") }
+        c.cacheControl = dev ? "no-cache" : "public, max-age=\(maxAge)"
+        let grace = shutdownGrace ?? env.int("AASA_SHUTDOWN_GRACE") ?? 10
+        guard grace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
+        c.shutdownGraceSeconds = grace
+        if proxyProtocol || env.flag("AASA_PROXY_PROTOCOL") {
+            throw ValidationError("--proxy-protocol is not supported yet")
+        }
+
+        let status = Server(configuration: c).run()
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    private func addresses(_ list: [String], _ flag: String) throws -> [SocketAddress] {
+        try list.map { text in
+            do { return try SocketAddress(parsing: text) } catch { throw ValidationError("\(flag): \(error)") }
+        }
+    }
+
+    private func positive(_ n: Int, _ flag: String) throws -> Int {
+        guard n > 0 else { throw ValidationError("\(flag) must be at least 1") }
+        return n
+    }
+}
+
+/// The AASA_* variables.
+struct Environment {
+    subscript(name: String) -> String? {
+        guard let v = getenv(name) else { return nil }
+        let s = String(cString: v)
+        return s.isEmpty ? nil : s
+    }
+
+    func list(_ name: String) -> [String] {
+        self[name]?.split(separator: ",").map { String($0).trimmingCharacters() }.filter { !$0.isEmpty } ?? []
+    }
+
+    func int(_ name: String) -> Int? { self[name].flatMap { Int($0) } }
+
+    func flag(_ name: String) -> Bool { ["1", "true", "yes", "on"].contains(self[name]?.lowercased() ?? "") }
+}
+
+extension String {
+    func trimmingCharacters() -> String {
+        var s = Substring(self)
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
     }
 }

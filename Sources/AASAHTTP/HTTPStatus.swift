@@ -1,0 +1,49 @@
+/// The statuses this server sends, with their reason phrases (RFC 9110 §15).
+public enum HTTPStatus: Int, Sendable, CaseIterable {
+    case ok = 200
+    case notModified = 304
+    case badRequest = 400
+    case notFound = 404
+    case methodNotAllowed = 405
+    case requestTimeout = 408
+    case payloadTooLarge = 413
+    case uriTooLong = 414
+    case misdirectedRequest = 421
+    case requestHeaderFieldsTooLarge = 431
+    case internalServerError = 500
+    case serviceUnavailable = 503
+    case httpVersionNotSupported = 505
+
+    public var reason: String {
+        switch self {
+        case .ok: return "OK"
+        case .notModified: return "Not Modified"
+        case .badRequest: return "Bad Request"
+        case .notFound: return "Not Found"
+        case .methodNotAllowed: return "Method Not Allowed"
+        case .requestTimeout: return "Request Timeout"
+        case .payloadTooLarge: return "Content Too Large"
+        case .uriTooLong: return "URI Too Long"
+        case .misdirectedRequest: return "Misdirected Request"
+        case .requestHeaderFieldsTooLarge: return "Request Header Fields Too Large"
+        case .internalServerError: return "Internal Server Error"
+        case .serviceUnavailable: return "Service Unavailable"
+        case .httpVersionNotSupported: return "HTTP Version Not Supported"
+        }
+    }
+
+    /// `HTTP/1.1 404 Not Found`
+    public var statusLine: String { "HTTP/1.1 \(rawValue) \(reason)" }
+}
+
+/// A request the server refuses before it reaches a handler: the status to answer with and
+/// why. Every such error closes the connection, since the framing of what follows is unknown.
+public struct HTTPError: Error, Sendable, Equatable {
+    public var status: HTTPStatus
+    public var reason: String
+
+    public init(_ status: HTTPStatus, _ reason: String) {
+        self.status = status
+        self.reason = reason
+    }
+}

@@ -1,0 +1,365 @@
+/// Limits on what a client may send (SPEC 3.3). The defaults are the contract.
+public struct HTTPLimits: Sendable {
+    /// A request line longer than this is answered with 414.
+    public var maxRequestLine = 8 * 1024
+    /// A header section (request line included) longer than this is answered with 431.
+    public var maxHeaderBytes = 16 * 1024
+    /// More header fields than this is answered with 431.
+    public var maxHeaderFields = 100
+    /// A body up to this size is read and discarded; a larger one is answered with 413.
+    public var maxBody = 64 * 1024
+
+    public init() {}
+}
+
+public enum HTTPVersion: Sendable, Equatable {
+    case http10
+    case http11
+
+    public var text: String { self == .http10 ? "HTTP/1.0" : "HTTP/1.1" }
+}
+
+public enum HTTPMethod: Sendable, Equatable {
+    case get
+    case head
+    case other(String)
+
+    public var text: String {
+        switch self {
+        case .get: return "GET"
+        case .head: return "HEAD"
+        case .other(let m): return m
+        }
+    }
+}
+
+/// A parsed request head: only what this server acts on or logs.
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: HTTPMethod
+    /// The request target as sent.
+    public var target: String
+    /// The path of the target, without the query: `/.well-known/apple-app-site-association`.
+    public var path: Substring
+    /// From the absolute-form target, else the `Host` field: lower case, no port, no trailing dot.
+    public var host: String?
+    public var version: HTTPVersion
+    /// Whether the connection may carry another request after this one.
+    public var keepAlive: Bool
+    public var ifNoneMatch: String?
+    public var ifModifiedSince: String?
+    public var userAgent: String?
+    /// Body bytes that follow the head (from `Content-Length`), to be read and discarded.
+    public var contentLength: Int
+    /// A `Transfer-Encoding` body: its end cannot be found without decoding it, so the
+    /// connection closes after the response.
+    public var hasUnframedBody: Bool
+
+    public init(method: HTTPMethod, target: String, path: Substring, host: String?, version: HTTPVersion,
+                keepAlive: Bool, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil,
+                userAgent: String? = nil, contentLength: Int = 0, hasUnframedBody: Bool = false) {
+        self.method = method
+        self.target = target
+        self.path = path
+        self.host = host
+        self.version = version
+        self.keepAlive = keepAlive
+        self.ifNoneMatch = ifNoneMatch
+        self.ifModifiedSince = ifModifiedSince
+        self.userAgent = userAgent
+        self.contentLength = contentLength
+        self.hasUnframedBody = hasUnframedBody
+    }
+}
+
+/// An incremental HTTP/1.1 request-head parser (RFC 9112). Bytes in, a request or an error out;
+/// no I/O. Feed it the unconsumed input each time more arrives: it resumes its search for the
+/// end of the head where it stopped, so the work over a slow client's byte-at-a-time head stays
+/// linear, and it checks every limit as bytes arrive rather than once the head is complete.
+public struct RequestParser: Sendable {
+    public enum Result: Sendable, Equatable {
+        /// The head is not complete yet; no limit has been broken.
+        case needMore
+        /// A complete head of `headLength` bytes (leading empty lines included).
+        case request(HTTPRequest, headLength: Int)
+        case error(HTTPError)
+    }
+
+    public let limits: HTTPLimits
+    /// How far the input has been scanned for the end of the head.
+    private var scanned = 0
+    /// Offset of the first byte of the request line (after empty lines before it).
+    private var lineStart = 0
+    private var requestLineEnd: Int?
+    private var lines = 0
+
+    public init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+    }
+
+    /// Forgets the request just parsed; call before parsing the next one.
+    public mutating func reset() {
+        scanned = 0
+        lineStart = 0
+        requestLineEnd = nil
+        lines = 0
+    }
+
+    public mutating func parse(_ input: UnsafeRawBufferPointer) -> Result {
+        let bytes = input.bindMemory(to: UInt8.self)
+        var i = scanned
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == 0x0A {
+                guard i > 0, bytes[i - 1] == 0x0D else {
+                    return .error(HTTPError(.badRequest, "bare LF as a line ending"))
+                }
+                if requestLineEnd == nil {
+                    if i - 1 == lineStart {
+                        // RFC 9112 §2.2: empty lines before the request line are ignored.
+                        lineStart = i + 1
+                    } else {
+                        requestLineEnd = i - 1
+                    }
+                } else if i >= 3, bytes[i - 2] == 0x0A, bytes[i - 3] == 0x0D {
+                    scanned = i + 1
+                    return parseHead(bytes, headEnd: i + 1)
+                } else {
+                    lines += 1
+                    if lines > limits.maxHeaderFields {
+                        return .error(HTTPError(.requestHeaderFieldsTooLarge, "more than \(limits.maxHeaderFields) header fields"))
+                    }
+                }
+            } else if b == 0x0D, i + 1 < bytes.count, bytes[i + 1] != 0x0A {
+                return .error(HTTPError(.badRequest, "bare CR in the request head"))
+            }
+            if requestLineEnd == nil, i - lineStart >= limits.maxRequestLine {
+                return .error(HTTPError(.uriTooLong, "request line longer than \(limits.maxRequestLine) bytes"))
+            }
+            if requestLineEnd != nil, i - lineStart >= limits.maxHeaderBytes {
+                return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
+            }
+            if lineStart > limits.maxHeaderBytes {
+                return .error(HTTPError(.badRequest, "too many empty lines before the request"))
+            }
+            i += 1
+        }
+        scanned = i
+        return .needMore
+    }
+
+    // MARK: - The complete head
+
+    private func parseHead(_ bytes: UnsafeBufferPointer<UInt8>, headEnd: Int) -> Result {
+        guard let lineEnd = requestLineEnd else { return .error(HTTPError(.badRequest, "no request line")) }
+        let line = UnsafeBufferPointer(rebasing: bytes[lineStart..<lineEnd])
+
+        // request-line = method SP request-target SP HTTP-version
+        guard let sp1 = line.firstIndex(of: 0x20), sp1 > 0 else {
+            return .error(HTTPError(.badRequest, "malformed request line"))
+        }
+        let methodBytes = line[0..<sp1]
+        guard methodBytes.allSatisfy(RequestParser.isTokenChar) else {
+            return .error(HTTPError(.badRequest, "invalid method"))
+        }
+        guard let sp2 = line[(sp1 + 1)...].firstIndex(of: 0x20), sp2 > sp1 + 1 else {
+            return .error(HTTPError(.badRequest, "malformed request line"))
+        }
+        let targetBytes = line[(sp1 + 1)..<sp2]
+        guard targetBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return .error(HTTPError(.badRequest, "invalid character in the request target"))
+        }
+        let versionBytes = line[(sp2 + 1)...]
+        guard versionBytes.count == 8, versionBytes.starts(with: Array("HTTP/".utf8)),
+              let major = RequestParser.digit(versionBytes[versionBytes.startIndex + 5]),
+              versionBytes[versionBytes.startIndex + 6] == UInt8(ascii: "."),
+              let minor = RequestParser.digit(versionBytes[versionBytes.startIndex + 7])
+        else { return .error(HTTPError(.badRequest, "malformed HTTP version")) }
+        guard major == 1 else {
+            return .error(HTTPError(.httpVersionNotSupported, "HTTP/\(major).\(minor) is not supported on this connection"))
+        }
+        // RFC 9110 §2.5: a higher minor version is answered as the highest we support.
+        let version: HTTPVersion = minor == 0 ? .http10 : .http11
+
+        let method: HTTPMethod
+        switch String(decoding: methodBytes, as: UTF8.self) {
+        case "GET": method = .get
+        case "HEAD": method = .head
+        case let other: method = .other(other)
+        }
+
+        let target = String(decoding: targetBytes, as: UTF8.self)
+        var path: Substring
+        var targetHost: String?
+        if target.hasPrefix("/") {
+            path = target[...]
+        } else if target == "*" {
+            path = target[...]
+        } else if let rest = RequestParser.dropScheme(target) {
+            // absolute-form (RFC 9112 §3.2.2): the host in the target wins over Host.
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            let authority = rest[..<authorityEnd]
+            guard let host = RequestParser.normalizeHost(authority) else {
+                return .error(HTTPError(.badRequest, "invalid host in the request target"))
+            }
+            targetHost = host
+            path = authorityEnd == rest.endIndex ? "/" : rest[authorityEnd...]
+            if path.hasPrefix("?") { path = "/" }
+        } else {
+            return .error(HTTPError(.badRequest, "unsupported request target form"))
+        }
+        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
+
+        // Header fields.
+        var hostField: String?
+        var hostCount = 0
+        var contentLength: Int?
+        var transferEncoding = false
+        var connectionClose = false
+        var connectionKeepAlive = false
+        var ifNoneMatch: String?
+        var ifModifiedSince: String?
+        var userAgent: String?
+
+        var p = lineEnd + 2
+        let end = headEnd - 2
+        while p < end {
+            guard let crlf = UnsafeBufferPointer(rebasing: bytes[p..<end]).firstIndex(of: 0x0D).map({ $0 + p }) else {
+                return .error(HTTPError(.badRequest, "malformed header field"))
+            }
+            let field = UnsafeBufferPointer(rebasing: bytes[p..<crlf])
+            p = crlf + 2
+            if let first = field.first, first == 0x20 || first == 0x09 {
+                return .error(HTTPError(.badRequest, "obsolete line folding in a header field"))
+            }
+            guard let colon = field.firstIndex(of: UInt8(ascii: ":")), colon > 0 else {
+                return .error(HTTPError(.badRequest, "header field without a name"))
+            }
+            guard field[0..<colon].allSatisfy(RequestParser.isTokenChar) else {
+                // Includes white space before the colon, forbidden by RFC 9112 §5.1.
+                return .error(HTTPError(.badRequest, "invalid header field name"))
+            }
+            var vs = colon + 1
+            var ve = field.count
+            while vs < ve, field[vs] == 0x20 || field[vs] == 0x09 { vs += 1 }
+            while ve > vs, field[ve - 1] == 0x20 || field[ve - 1] == 0x09 { ve -= 1 }
+            let valueBytes = field[vs..<ve]
+            guard valueBytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else {
+                return .error(HTTPError(.badRequest, "control character in a header field value"))
+            }
+            let name = field[0..<colon]
+            if RequestParser.equalsIgnoringCase(name, "host") {
+                hostCount += 1
+                guard hostCount == 1 else { return .error(HTTPError(.badRequest, "more than one Host field")) }
+                guard let h = RequestParser.normalizeHost(String(decoding: valueBytes, as: UTF8.self)[...]) else {
+                    return .error(HTTPError(.badRequest, "invalid Host field"))
+                }
+                hostField = h
+            } else if RequestParser.equalsIgnoringCase(name, "content-length") {
+                guard contentLength == nil else { return .error(HTTPError(.badRequest, "more than one Content-Length field")) }
+                guard !valueBytes.isEmpty, valueBytes.count <= 18, valueBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    return .error(HTTPError(.badRequest, "invalid Content-Length"))
+                }
+                contentLength = valueBytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            } else if RequestParser.equalsIgnoringCase(name, "transfer-encoding") {
+                transferEncoding = true
+            } else if RequestParser.equalsIgnoringCase(name, "connection") {
+                for token in String(decoding: valueBytes, as: UTF8.self).split(separator: ",") {
+                    let t = token.trimmingCharacters(in: " \t").lowercased()
+                    if t == "close" { connectionClose = true }
+                    if t == "keep-alive" { connectionKeepAlive = true }
+                }
+            } else if RequestParser.equalsIgnoringCase(name, "if-none-match") {
+                ifNoneMatch = String(decoding: valueBytes, as: UTF8.self)
+            } else if RequestParser.equalsIgnoringCase(name, "if-modified-since") {
+                ifModifiedSince = String(decoding: valueBytes, as: UTF8.self)
+            } else if RequestParser.equalsIgnoringCase(name, "user-agent") {
+                userAgent = String(decoding: valueBytes, as: UTF8.self)
+            }
+        }
+
+        // RFC 9112 §6.1: Content-Length with Transfer-Encoding is how requests are smuggled.
+        if transferEncoding && contentLength != nil {
+            return .error(HTTPError(.badRequest, "both Content-Length and Transfer-Encoding"))
+        }
+        if let contentLength, contentLength > limits.maxBody {
+            return .error(HTTPError(.payloadTooLarge, "body of \(contentLength) bytes is over \(limits.maxBody)"))
+        }
+        if version == .http11 && hostField == nil && targetHost == nil {
+            return .error(HTTPError(.badRequest, "HTTP/1.1 request without Host"))
+        }
+        let keepAlive = !connectionClose && !transferEncoding && (version == .http11 || connectionKeepAlive)
+        let request = HTTPRequest(method: method, target: target, path: path, host: targetHost ?? hostField,
+                                  version: version, keepAlive: keepAlive, ifNoneMatch: ifNoneMatch,
+                                  ifModifiedSince: ifModifiedSince, userAgent: userAgent,
+                                  contentLength: contentLength ?? 0, hasUnframedBody: transferEncoding)
+        return .request(request, headLength: headEnd)
+    }
+
+    // MARK: - Helpers
+
+    /// RFC 9110 §5.6.2 tchar.
+    static func isTokenChar(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        }
+    }
+
+    static func digit(_ b: UInt8) -> Int? { b >= 0x30 && b <= 0x39 ? Int(b - 0x30) : nil }
+
+    static func equalsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        let l = lower.utf8Start
+        var i = 0
+        for b in bytes {
+            let folded = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+            if folded != l[i] { return false }
+            i += 1
+        }
+        return true
+    }
+
+    static func dropScheme(_ target: String) -> Substring? {
+        for scheme in ["http://", "https://"] where target.count > scheme.count {
+            if target.prefix(scheme.count).lowercased() == scheme { return target.dropFirst(scheme.count) }
+        }
+        return nil
+    }
+
+    /// `Host` (RFC 9110 §7.2): a host name or IP literal with an optional port. Returns it lower
+    /// case without the port and without a trailing dot, or nil when it is not a valid host.
+    public static func normalizeHost(_ value: Substring) -> String? {
+        var host = value
+        if let at = host.lastIndex(of: "@") { host = host[host.index(after: at)...] }
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return nil }
+            let after = host[host.index(after: close)...]
+            guard after.isEmpty || (after.hasPrefix(":") && after.dropFirst().allSatisfy(\.isASCIIDigit)) else { return nil }
+            let literal = host[...close]
+            guard literal.dropFirst().dropLast().allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
+            return literal.lowercased()
+        }
+        if let colon = host.firstIndex(of: ":") {
+            guard host[host.index(after: colon)...].allSatisfy(\.isASCIIDigit) else { return nil }
+            host = host[..<colon]
+        }
+        while host.hasSuffix(".") { host = host.dropLast() }
+        guard !host.isEmpty, host.utf8.allSatisfy({ isTokenChar($0) && $0 != UInt8(ascii: "/") }) else { return nil }
+        return host.lowercased()
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in set: String) -> Substring {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s = s.dropFirst() }
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return s
+    }
+}

@@ -1,0 +1,133 @@
+import AASACore
+import AASAHTTP
+
+/// The admin listener (SPEC 3.5): health, readiness, Prometheus metrics and a JSON status.
+struct AdminResponder {
+    static func respond(to request: HTTPRequest, state: ServerState, date: [UInt8], into out: inout [UInt8]) -> Int {
+        guard request.method == .get || request.method == .head else {
+            Responder.simple(.methodNotAllowed, "only GET and HEAD\n", request: request, date: date, extraHeaders: "Allow: GET, HEAD\r\n", into: &out)
+            return 405
+        }
+        switch request.path {
+        case "/healthz":
+            Responder.simple(.ok, "ok\n", request: request, date: date, into: &out)
+            return 200
+        case "/readyz":
+            if state.draining.load(ordering: .relaxed) {
+                Responder.simple(.serviceUnavailable, "draining\n", request: request, date: date, into: &out)
+                return 503
+            }
+            if !state.ready.load(ordering: .relaxed) {
+                Responder.simple(.serviceUnavailable, "starting\n", request: request, date: date, into: &out)
+                return 503
+            }
+            Responder.simple(.ok, "ready\n", request: request, date: date, into: &out)
+            return 200
+        case "/metrics":
+            Responder.simple(.ok, metrics(state), request: request, date: date,
+                             contentType: "text/plain; version=0.0.4; charset=utf-8", into: &out)
+            return 200
+        case "/status":
+            Responder.simple(.ok, status(state.snapshots.load().0) + "\n", request: request, date: date,
+                             extraHeaders: "Cache-Control: no-store\r\n", contentType: "application/json", into: &out)
+            return 200
+        default:
+            Responder.simple(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, date: date, into: &out)
+            return 404
+        }
+    }
+
+    static func status(_ snapshot: SiteSnapshot) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("sites")
+        w.beginArray()
+        for site in snapshot.sites {
+            w.beginObject()
+            w.key("host"); w.value(site.name.description)
+            w.key("state"); w.value(site.state.rawValue)
+            w.key("version"); w.value(site.served?.version)
+            w.key("error")
+            if let error = site.error {
+                w.beginObject()
+                w.key("message"); w.value(error.message)
+                w.key("line"); w.value(error.line)
+                w.key("column"); w.value(error.column)
+                w.key("code"); w.value(error.code.rawValue)
+                w.endObject()
+            } else {
+                w.null()
+            }
+            w.key("warnings"); w.value(site.newest.warningCount)
+            w.key("certificateCovers")
+            if let covers = site.certificateCovers { w.value(covers) } else { w.null() }
+            w.endObject()
+        }
+        w.endArray()
+        w.key("certificates")
+        w.beginArray()
+        for cert in snapshot.certificates.certificates {
+            w.beginObject()
+            w.key("name"); w.value(cert.name)
+            w.key("dnsNames")
+            w.beginArray()
+            for name in cert.dnsNames { w.value(name) }
+            w.endArray()
+            w.key("notAfter"); w.value(HTTPDate.iso8601(milliseconds: Int64(cert.notAfter) * 1000))
+            w.key("default"); w.value(cert === snapshot.certificates.defaultCertificate)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.output
+    }
+
+    static func metrics(_ state: ServerState) -> String {
+        var requests: [LoopCounters.Key: Int] = [:]
+        for loop in state.loopCounters {
+            loop.requests.withLock { counts in
+                for (key, n) in counts { requests[key, default: 0] += n }
+            }
+        }
+        let m = state.metrics
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
+        family("aasa_requests_total", "counter", "Requests answered, by site and status.")
+        for (key, n) in requests.sorted(by: { ($0.key.site, $0.key.status) < ($1.key.site, $1.key.status) }) {
+            out += "aasa_requests_total{site=\"\(label(key.site))\",status=\"\(key.status)\"} \(n)\n"
+        }
+        family("aasa_reloads_total", "counter", "Configuration reloads.")
+        out += "aasa_reloads_total \(m.reloads.load(ordering: .relaxed))\n"
+        family("aasa_reload_errors_total", "counter", "Reloads in which a site's new file was rejected, by site.")
+        for (site, n) in m.reloadErrors.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+            out += "aasa_reload_errors_total{site=\"\(label(site))\"} \(n)\n"
+        }
+        family("aasa_open_connections", "gauge", "Client connections open now.")
+        out += "aasa_open_connections \(m.openConnections.load(ordering: .relaxed))\n"
+        family("aasa_tls_handshakes_total", "counter", "Completed TLS handshakes.")
+        out += "aasa_tls_handshakes_total \(m.tlsHandshakes.load(ordering: .relaxed))\n"
+        family("aasa_tls_handshake_errors_total", "counter", "Failed TLS handshakes.")
+        out += "aasa_tls_handshake_errors_total \(m.tlsHandshakeErrors.load(ordering: .relaxed))\n"
+        family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds.")
+        for cert in state.snapshots.load().0.certificates.certificates {
+            out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"
+        }
+        return out
+    }
+
+    /// Prometheus label values escape `\`, `"` and newlines.
+    private static func label(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,22 @@
+import Synchronization
+
+/// What the loops, the control thread and the admin endpoints share.
+final class ServerState: Sendable {
+    let snapshots: SnapshotStore
+    let metrics = Metrics()
+    /// Sites loaded and listeners bound.
+    let ready = Atomic<Bool>(false)
+    /// SIGTERM/SIGINT received: stop accepting, finish what is in flight.
+    let draining = Atomic<Bool>(false)
+    /// Request counts of every loop, fixed before the loops start.
+    let loopCounters: [LoopCounters]
+    let maxConnections: Int
+    let shutdownGraceMilliseconds: Int64
+
+    init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64) {
+        self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
+        snapshots = SnapshotStore(snapshot)
+        loopCounters = (0..<loops).map { _ in LoopCounters() }
+        self.maxConnections = maxConnections
+    }
+}

@@ -1,0 +1,76 @@
+import AASACore
+import AASAHTTP
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum LogFormat: String, Sendable, CaseIterable {
+    case text
+    case json
+}
+
+/// Server events (start, listeners, reloads, rejected files) on stderr, one line each, as text
+/// or JSON. The access log is separate: see ``AccessLog``.
+public struct Log: Sendable {
+    public enum Level: String, Sendable, Comparable {
+        case debug, info, warning, error
+
+        private var rank: Int { [.debug: 0, .info: 1, .warning: 2, .error: 3][self]! }
+        public static func < (a: Level, b: Level) -> Bool { a.rank < b.rank }
+    }
+
+    public var format: LogFormat
+    public var minimum: Level
+
+    public init(format: LogFormat = .text, minimum: Level = .info) {
+        self.format = format
+        self.minimum = minimum
+    }
+
+    public func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
+    public func info(_ message: @autoclosure () -> String) { write(.info, message) }
+    public func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
+    public func error(_ message: @autoclosure () -> String) { write(.error, message) }
+
+    private func write(_ level: Level, _ message: () -> String) {
+        guard level >= minimum else { return }
+        let time = HTTPDate.iso8601(milliseconds: wallClockMilliseconds())
+        let line: String
+        switch format {
+        case .text:
+            line = "\(time) \(level.rawValue) \(message())\n"
+        case .json:
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("time"); w.value(time)
+            w.key("level"); w.value(level.rawValue)
+            w.key("message"); w.value(message())
+            w.endObject()
+            line = w.output + "\n"
+        }
+        OutputLock.write(line, to: 2)
+    }
+}
+
+/// Serializes whole writes to stdout and stderr so lines from several threads never interleave.
+enum OutputLock {
+    private static let lock = Mutex(())
+
+    static func write(_ text: String, to fd: Int32) {
+        var text = text
+        lock.withLock { _ in
+            text.withUTF8 { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        return
+                    }
+                    offset += n
+                }
+            }
+        }
+    }
+}

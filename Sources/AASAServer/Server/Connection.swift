@@ -1,0 +1,79 @@
+import AASAHTTP
+import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum ListenerKind: UInt8, Sendable {
+    case https, http, admin
+
+    var name: String {
+        switch self {
+        case .https: return "https"
+        case .http: return "http"
+        case .admin: return "admin"
+        }
+    }
+}
+
+/// One client connection, owned by the loop that accepted it and touched only by its thread.
+final class Connection {
+    enum Phase {
+        /// TLS handshake in progress.
+        case handshake
+        /// Reading requests and writing responses.
+        case open
+        /// The response that ends the connection is sent and our side is shut: reading and
+        /// discarding until the client closes, so unread input cannot turn our close into a
+        /// reset that destroys the response in flight (RFC 9112 §9.6).
+        case lingering
+    }
+
+    let fd: Int32
+    let kind: ListenerKind
+    let client: String
+    var phase: Phase
+    var ssl: OpaquePointer?
+    /// Keeps the certificate store alive while the ServerName callback may read it.
+    var handshakeStore: CertificateStore?
+    var certificate: TLSCertificate?
+    /// The TLS library asked to wait for writability to make progress on a read (or the reverse).
+    var tlsWantsWrite = false
+
+    var input: [UInt8] = []
+    var inputStart = 0
+    var parser = RequestParser()
+    var output: [UInt8] = []
+    var outputSent = 0
+    /// Body bytes of the current request still to be read and discarded.
+    var discardBody = 0
+    var closeAfterFlush = false
+
+    /// When the request head now being received started, or nil between requests.
+    var headStarted: Int64?
+    /// Deadline for the current phase; the loop's sweep closes the connection after it.
+    var deadline: Int64
+    var lastActivity: Int64
+    var acceptedAt: Int64
+    var requestsServed = 0
+    /// The epoll events currently registered.
+    var interest: UInt32 = 0
+
+    init(fd: Int32, kind: ListenerKind, client: String, now: Int64, handshakeTimeout: Int64) {
+        self.fd = fd
+        self.kind = kind
+        self.client = client
+        self.phase = kind == .https ? .handshake : .open
+        self.deadline = now + handshakeTimeout
+        self.lastActivity = now
+        self.acceptedAt = now
+    }
+
+    var hasPendingOutput: Bool { outputSent < output.count }
+    var hasPartialRequest: Bool { inputStart < input.count || headStarted != nil }
+
+    /// True when nothing is in flight: no partial request, no unsent response.
+    var isIdle: Bool { phase == .open && !hasPendingOutput && !hasPartialRequest && discardBody == 0 }
+
+    var protocolName: String { "HTTP/1.1" }
+}

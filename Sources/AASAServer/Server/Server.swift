@@ -1,0 +1,124 @@
+import AASACore
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything `aasa serve` is told (SPEC 3).
+public struct ServerConfiguration: Sendable {
+    public var configDirectory = "./config"
+    public var certsDirectory: String?
+    public var https: [SocketAddress] = []
+    public var http: [SocketAddress] = []
+    public var admin: SocketAddress?
+    public var defaultCertificate: String?
+    public var workers = 1
+    public var maxConnections = 10_000
+    public var logFormat = LogFormat.text
+    public var cacheControl = "public, max-age=3600"
+    public var shutdownGraceSeconds = 10
+    public var limits = ConnectionLimits()
+
+    public init() {}
+}
+
+/// `aasa serve`: loads and validates the sites, binds the listeners, runs one event loop per
+/// worker, and on the main thread waits for signals and file changes.
+public final class Server {
+    private let configuration: ServerConfiguration
+    private let log: Log
+
+    public init(configuration: ServerConfiguration) {
+        self.configuration = configuration
+        self.log = Log(format: configuration.logFormat)
+    }
+
+    private var builder: SnapshotBuilder {
+        SnapshotBuilder(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
+                        defaultCertificate: configuration.defaultCertificate, cacheControl: configuration.cacheControl,
+                        usesTLS: !configuration.https.isEmpty, log: log)
+    }
+
+    /// Runs until SIGTERM or SIGINT, then drains. Returns the process exit status.
+    public func run() -> Int32 {
+        // SIGPIPE is ignored once, process-wide: a peer that goes away is an error from send(2).
+        signal(SIGPIPE, SIG_IGN)
+        // The control thread takes these through signalfd; block them before any thread starts
+        // so every thread inherits the mask.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for s in [SIGTERM, SIGINT, SIGHUP] { _ = aasa_sigaddset(&signals, s) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+        let started = monotonicMilliseconds()
+        let snapshot = builder.build(previous: nil)
+        let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
+                                maxConnections: configuration.maxConnections,
+                                shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000)
+        let serving = snapshot.sites.filter { $0.served != nil }.count
+        log.info("loaded \(snapshot.sites.count) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
+
+        var listeners: [Listener] = []
+        do {
+            for address in configuration.https { listeners.append(try bind(address, .https)) }
+            for address in configuration.http { listeners.append(try bind(address, .http)) }
+            if let admin = configuration.admin { listeners.append(try bind(admin, .admin)) }
+        } catch {
+            log.error("cannot listen: \(error)")
+            for l in listeners { close(l.fd) }
+            return 1
+        }
+
+        var loops: [EventLoop] = []
+        do {
+            for i in 0..<max(1, configuration.workers) {
+                let own = listeners.filter { $0.kind != .admin || i == 0 }
+                loops.append(try EventLoop(id: i, state: state, listeners: own, limits: configuration.limits,
+                                           log: log, accessLogFormat: configuration.logFormat))
+            }
+        } catch {
+            log.error("cannot start event loops: \(error)")
+            return 1
+        }
+        var threads: [pthread_t] = []
+        for loop in loops {
+            threads.append(startThread { loop.run() })
+        }
+        state.ready.store(true, ordering: .releasing)
+        log.info("ready: \(loops.count) workers, max \(configuration.maxConnections) connections")
+
+        let control = ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)
+        control.run()
+
+        // Draining: the loops stop accepting, finish, and exit within the grace period.
+        log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
+        for loop in loops { loop.signal() }
+        for t in threads { pthread_join(t, nil) }
+        for l in listeners { close(l.fd) }
+        log.info("stopped")
+        return 0
+    }
+
+    private func bind(_ address: SocketAddress, _ kind: ListenerKind) throws(SystemError) -> Listener {
+        let (fd, bound) = try Socket.listen(on: address)
+        log.info("listening \(kind.name) \(bound)")
+        return Listener(fd: fd, kind: kind, address: bound)
+    }
+}
+
+/// Starts a thread running `body`.
+func startThread(_ body: @escaping () -> Void) -> pthread_t {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let r = pthread_create(&thread, nil, { arg in
+        let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+        box.body()
+        return nil
+    }, box)
+    precondition(r == 0, "pthread_create: \(r)")
+    return thread
+}

@@ -1,0 +1,108 @@
+import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One key pair from `--certs`, ready to serve: its own `SSL_CTX` (TLS 1.2/1.3, AEAD ciphers,
+/// no compression or renegotiation, session tickets, ALPN) and the names it covers.
+public final class TLSCertificate: @unchecked Sendable {
+    /// The file or folder name without extension (SPEC 3.1).
+    public let name: String
+    /// subjectAltName DNS entries, lower case; wildcards as `*.example.com`.
+    public let dnsNames: [String]
+    /// notAfter, in seconds since 1970.
+    public let notAfter: Int
+    /// Owned: freed with this object. OpenSSL counts references, so a connection whose SSL
+    /// still uses the context after a reload keeps it alive.
+    let context: OpaquePointer
+
+    init(name: String, certificatePath: String, keyPath: String) throws(TLSError) {
+        TLSError.clearQueue()
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new") }
+        do throws(TLSError) {
+            try TLSCertificate.configure(ctx)
+            guard SSL_CTX_use_certificate_chain_file(ctx, certificatePath) == 1 else {
+                throw TLSError("loading certificate \(certificatePath)")
+            }
+            guard SSL_CTX_use_PrivateKey_file(ctx, keyPath, SSL_FILETYPE_PEM) == 1 else {
+                throw TLSError("loading private key \(keyPath)")
+            }
+            guard SSL_CTX_check_private_key(ctx) == 1 else {
+                throw TLSError("\(keyPath) does not belong to \(certificatePath)")
+            }
+            guard let cert = SSL_CTX_get0_certificate(ctx) else { throw TLSError("no certificate in \(certificatePath)") }
+            self.dnsNames = TLSCertificate.dnsNames(cert)
+            self.notAfter = TLSCertificate.notAfter(cert)
+        } catch {
+            SSL_CTX_free(ctx)
+            throw error
+        }
+        self.name = name
+        self.context = ctx
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    /// Whether the certificate is valid for `host` (RFC 6125: a wildcard covers one label).
+    public func covers(_ host: String) -> Bool {
+        for name in dnsNames {
+            if name == host { return true }
+            if name.hasPrefix("*."), let dot = host.firstIndex(of: "."), host[host.index(after: dot)...] == name.dropFirst(2),
+               dot != host.startIndex {
+                return true
+            }
+        }
+        return false
+    }
+
+    private static func configure(_ ctx: OpaquePointer) throws(TLSError) {
+        guard aasa_SSL_CTX_set_min_proto_version(ctx, aasa_tls1_2_version()) == 1,
+              aasa_SSL_CTX_set_max_proto_version(ctx, aasa_tls1_3_version()) == 1 else {
+            throw TLSError("setting TLS versions")
+        }
+        SSL_CTX_set_options(ctx, aasa_server_options())
+        _ = aasa_SSL_CTX_set_mode(ctx, aasa_server_modes())
+        // TLS 1.2: ECDHE key exchange with AEAD ciphers only. TLS 1.3 suites are all AEAD.
+        guard SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20") == 1 else { throw TLSError("SSL_CTX_set_cipher_list") }
+        _ = aasa_SSL_CTX_set_session_cache_mode(ctx, aasa_session_cache_server())
+        let sid: [UInt8] = Array("aasa".utf8)
+        _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
+        aasa_SSL_CTX_use_alpn(ctx)
+        _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, serverNameCallback)
+    }
+
+    private static func dnsNames(_ cert: OpaquePointer) -> [String] {
+        guard let raw = X509_get_ext_d2i(cert, NID_subject_alt_name, nil, nil) else { return [] }
+        let names = OpaquePointer(raw)
+        defer { aasa_general_names_free(names) }
+        var out: [String] = []
+        for i in 0..<aasa_general_names_count(names) {
+            guard let name = aasa_general_names_get(names, i), let dns = aasa_general_name_dns(name),
+                  let data = ASN1_STRING_get0_data(dns) else { continue }
+            let text = String(decoding: UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(dns))), as: UTF8.self)
+            out.append(text.lowercased())
+        }
+        return out
+    }
+
+    private static func notAfter(_ cert: OpaquePointer) -> Int {
+        guard let t = X509_get0_notAfter(cert) else { return 0 }
+        var tm = Glibc.tm()
+        guard ASN1_TIME_to_tm(t, &tm) == 1 else { return 0 }
+        return Int(timegm(&tm))
+    }
+}
+
+/// The ServerName callback of every context: picks the certificate for the name the client
+/// asked for from the store of the connection's snapshot (ex-data slot 0), exact name before
+/// wildcard; an unknown name keeps the default certificate the handshake started with.
+private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
+    guard let ssl, let raw = SSL_get_ex_data(ssl, 0) else { return aasa_tlsext_noack() }
+    let store = Unmanaged<CertificateStore>.fromOpaque(raw).takeUnretainedValue()
+    guard let namePointer = SSL_get_servername(ssl, Int32(TLSEXT_NAMETYPE_host_name)) else { return aasa_tlsext_ok() }
+    let serverName = String(cString: namePointer).lowercased()
+    if let cert = store.select(serverName: serverName), cert.context != SSL_get_SSL_CTX(ssl) {
+        SSL_set_SSL_CTX(ssl, cert.context)
+    }
+    return aasa_tlsext_ok()
+}

@@ -1,0 +1,58 @@
+// The system OpenSSL (libssl-dev), plus one-line wrappers for what Swift cannot import:
+// function-like macros and OpenSSL 3's option bits.
+#ifndef AASA_COPENSSL_H
+#define AASA_COPENSSL_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+
+static inline long aasa_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_min_proto_version(ctx, v); }
+static inline long aasa_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_max_proto_version(ctx, v); }
+static inline long aasa_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long aasa_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
+static inline long aasa_SSL_CTX_set_tlsext_servername_callback(SSL_CTX *ctx, int (*cb)(SSL *, int *, void *)) { return SSL_CTX_set_tlsext_servername_callback(ctx, cb); }
+
+// Options: no compression, no renegotiation, server cipher order, and OpenSSL 3's
+// "unexpected EOF is a normal close" (clients that drop the TCP connection without close_notify).
+static inline uint64_t aasa_server_options(void) {
+    return SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE
+        | SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+}
+static inline long aasa_server_modes(void) {
+    return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS;
+}
+static inline long aasa_session_cache_server(void) { return SSL_SESS_CACHE_SERVER; }
+static inline int aasa_tlsext_ok(void) { return SSL_TLSEXT_ERR_OK; }
+static inline int aasa_tlsext_noack(void) { return SSL_TLSEXT_ERR_NOACK; }
+static inline int aasa_tls1_2_version(void) { return TLS1_2_VERSION; }
+static inline int aasa_tls1_3_version(void) { return TLS1_3_VERSION; }
+
+// ALPN: the server's list lives in static storage so the selected protocol never points at a
+// temporary; SSL_select_next_proto points `out` into one of the two lists.
+static const unsigned char aasa_alpn_http11[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+static inline int aasa_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                   const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    unsigned char *o = NULL;
+    if (SSL_select_next_proto(&o, outlen, aasa_alpn_http11, sizeof aasa_alpn_http11, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = o;
+    return SSL_TLSEXT_ERR_OK;
+}
+static inline void aasa_SSL_CTX_use_alpn(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, aasa_alpn_select, NULL); }
+
+// Subject alternative names (stack macros).
+static inline int aasa_general_names_count(GENERAL_NAMES *names) { return sk_GENERAL_NAME_num(names); }
+static inline GENERAL_NAME *aasa_general_names_get(GENERAL_NAMES *names, int i) { return sk_GENERAL_NAME_value(names, i); }
+static inline void aasa_general_names_free(GENERAL_NAMES *names) { GENERAL_NAMES_free(names); }
+static inline int aasa_general_name_type(GENERAL_NAME *n) { return n->type; }
+static inline ASN1_IA5STRING *aasa_general_name_dns(GENERAL_NAME *n) { return n->type == GEN_DNS ? n->d.dNSName : NULL; }
+static inline int aasa_gen_dns(void) { return GEN_DNS; }
+
+static inline int aasa_ERR_GET_REASON(unsigned long e) { return ERR_GET_REASON(e); }
+
+#endif
