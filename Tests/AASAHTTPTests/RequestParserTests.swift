@@ -1,0 +1,91 @@
+import Testing
+@testable import AASAHTTP
+
+/// Parses `text` in one piece.
+func parse(_ text: String, limits: HTTPLimits = HTTPLimits()) -> RequestParser.Result {
+    var parser = RequestParser(limits: limits)
+    return Array(text.utf8).withUnsafeBytes { parser.parse($0) }
+}
+
+func request(_ text: String) throws -> HTTPRequest {
+    guard case .request(let r, _) = parse(text) else {
+        Issue.record("not a request: \(parse(text))")
+        throw HTTPError(.badRequest, "test")
+    }
+    return r
+}
+
+func status(_ text: String) -> Int? {
+    if case .error(let e) = parse(text) { return e.status.rawValue }
+    return nil
+}
+
+@Suite struct RequestParserTests {
+    @Test func parsesAnOriginFormRequest() throws {
+        let text = "GET /.well-known/apple-app-site-association?x=1 HTTP/1.1\r\nHost: Example.COM.:8443\r\nUser-Agent: AASA-Bot/1.0.0\r\nIf-None-Match: \"abc\"\r\n\r\n"
+        guard case .request(let r, let length) = parse(text) else { Issue.record("no request"); return }
+        #expect(length == text.utf8.count)
+        #expect(r.method == .get)
+        #expect(r.path == "/.well-known/apple-app-site-association")
+        #expect(r.host == "example.com")
+        #expect(r.version == .http11)
+        #expect(r.keepAlive)
+        #expect(r.userAgent == "AASA-Bot/1.0.0")
+        #expect(r.ifNoneMatch == "\"abc\"")
+    }
+
+    @Test func theAbsoluteFormHostWinsOverTheHostField() throws {
+        let r = try request("GET https://WWW.example.com/apple-app-site-association HTTP/1.1\r\nHost: other.com\r\n\r\n")
+        #expect(r.host == "www.example.com")
+        #expect(r.path == "/apple-app-site-association")
+        #expect(try request("GET http://example.com HTTP/1.1\r\nHost: x\r\n\r\n").path == "/")
+    }
+
+    @Test func keepAliveFollowsTheVersionAndConnectionField() throws {
+        #expect(try request("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").keepAlive == false)
+        #expect(try request("GET / HTTP/1.0\r\n\r\n").keepAlive == false)
+        #expect(try request("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").keepAlive == true)
+        #expect(try request("GET / HTTP/1.0\r\n\r\n").host == nil)
+        #expect(try request("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade, close\r\n\r\n").keepAlive == false)
+    }
+
+    @Test func needsMoreUntilTheHeadIsCompleteWhateverTheSplit() {
+        let text = Array("\r\nGET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n".utf8)
+        for split in 0..<text.count {
+            var parser = RequestParser()
+            let first = Array(text[0..<split]).withUnsafeBytes { parser.parse($0) }
+            #expect(first == .needMore, "split at \(split)")
+            let second = text.withUnsafeBytes { parser.parse($0) }
+            guard case .request(let r, let length) = second else { Issue.record("split \(split): \(second)"); continue }
+            #expect(length == text.count)
+            #expect(r.contentLength == 3)
+        }
+    }
+
+    @Test func byteAtATimeStaysLinear() {
+        var parser = RequestParser()
+        var buffer: [UInt8] = Array("GET / HTTP/1.1\r\n".utf8)
+        for _ in 0..<5_000 {
+            buffer.append(UInt8(ascii: "a"))
+            let r = buffer.withUnsafeBytes { parser.parse($0) }
+            if r != .needMore {
+                #expect(r == .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than 16384 bytes")) || buffer.count < 100)
+                return
+            }
+        }
+    }
+
+    @Test func leavesPipelinedBytesForTheNextRequest() {
+        let text = "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"
+        guard case .request(let r, let length) = parse(text) else { Issue.record("no request"); return }
+        #expect(r.path == "/a")
+        #expect(length == text.utf8.count / 2)
+    }
+
+    @Test func discardsABodyWithinTheLimitAndMarksUnframedBodies() throws {
+        #expect(try request("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 65536\r\n\r\n").contentLength == 65536)
+        let chunked = try request("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+        #expect(chunked.hasUnframedBody)
+        #expect(!chunked.keepAlive)
+    }
+}
