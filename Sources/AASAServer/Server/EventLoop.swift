@@ -565,6 +565,8 @@ final class EventLoop: @unchecked Sendable {
         for case let c? in connections where c.kind != .admin && c.isIdle {
             closeConnection(c)
         }
-        return clientConnections == 0 || now >= drainDeadline!
+        // Every loop stays until the last client connection of any loop is done, so the admin
+        // listener (on loop 0) keeps answering /readyz with 503 while others drain.
+        return state.metrics.openConnections.load(ordering: .relaxed) == 0 || now >= drainDeadline!
     }
 }
