@@ -36,7 +36,9 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# Until `serve --dev` makes its own certificates, the openssl command makes them here.
 run: build
+	bash Scripts/make-dev-certs.sh $(CONFIG) certs-dev
 	$(DEBUG_BIN) validate $(CONFIG)
 	$(DEBUG_BIN) serve --dev --config $(CONFIG)
 
@@ -49,20 +51,27 @@ unit-test:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build 2>&1 | tee .build/test.log
 
-# libFuzzer over the JSON parser, the validator and the matcher. `make fuzz FUZZ_TIME=600`
-# runs longer; crashes are written as crash-* files in the current directory.
-fuzz: $(FUZZ_DIR)/aasa-fuzz
-	mkdir -p $(FUZZ_DIR)/corpus
+# libFuzzer over AASACore (JSON parser, validator, matcher) and over the HTTP request parser.
+# `make fuzz FUZZ_TIME=600` runs longer; crashes are written as crash-* files.
+fuzz: $(FUZZ_DIR)/aasa-fuzz $(FUZZ_DIR)/http-fuzz
+	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-http
 	$(FUZZ_DIR)/aasa-fuzz -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
 	  -dict=Fuzz/aasa.dict $(FUZZ_DIR)/corpus Fuzz/seeds
+	$(FUZZ_DIR)/http-fuzz -max_total_time=$(FUZZ_TIME) -max_len=20000 -timeout=10 \
+	  $(FUZZ_DIR)/corpus-http Fuzz/seeds-http
 
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_TIME=20
+	$(MAKE) fuzz FUZZ_TIME=15
 
 $(FUZZ_DIR)/aasa-fuzz: Fuzz/FuzzAASA.swift $(wildcard Sources/AASACore/*/*.swift)
 	mkdir -p $(FUZZ_DIR)
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name AASAFuzz \
 	  $(wildcard Sources/AASACore/*/*.swift) Fuzz/FuzzAASA.swift -o $@
+
+$(FUZZ_DIR)/http-fuzz: Fuzz/FuzzHTTP.swift $(wildcard Sources/AASAHTTP/*.swift)
+	mkdir -p $(FUZZ_DIR)
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name HTTPFuzz \
+	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzHTTP.swift -o $@
 
 bench:
 	@echo "make bench: the benchmark arrives with the server (see issues); nothing to measure yet" >&2

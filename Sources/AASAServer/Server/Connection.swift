@@ -51,6 +51,7 @@ final class Connection {
 
     /// When the request head now being received started, or nil between requests.
     var headStarted: Int64?
+    var headStartedMicroseconds: Int64 = 0
     /// Deadline for the current phase; the loop's sweep closes the connection after it.
     var deadline: Int64
     var lastActivity: Int64
@@ -75,5 +76,10 @@ final class Connection {
     /// True when nothing is in flight: no partial request, no unsent response.
     var isIdle: Bool { phase == .open && !hasPendingOutput && !hasPartialRequest && discardBody == 0 }
 
-    var protocolName: String { "HTTP/1.1" }
+    /// Marks the first byte of a request head: starts the header timeout and the duration
+    /// the access log reports.
+    func startHead(_ now: Int64) {
+        headStarted = now
+        headStartedMicroseconds = monotonicMicroseconds()
+    }
 }

@@ -46,7 +46,6 @@ final class EventLoop: @unchecked Sendable {
     private let log: Log
     private var listenersActive = false
     private var connections: [Connection?] = []
-    private var clientConnections = 0
     private var snapshot: SiteSnapshot
     private var generation: Int
     private var date: [UInt8] = []
@@ -175,10 +174,7 @@ final class EventLoop: @unchecked Sendable {
                 connections.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - connections.count + 64))
             }
             connections[Int(fd)] = c
-            if counted {
-                clientConnections += 1
-                state.metrics.openConnections.add(1, ordering: .relaxed)
-            }
+            if counted { state.metrics.openConnections.add(1, ordering: .relaxed) }
             c.interest = Epoll.readable
             do {
                 try Epoll.add(epfd, fd, events: c.interest, data: UInt64(UInt32(bitPattern: fd)))
@@ -342,7 +338,7 @@ final class EventLoop: @unchecked Sendable {
             bytes = UnsafeRawBufferPointer(rebasing: bytes[d...])
         }
         if bytes.isEmpty { return }
-        if c.headStarted == nil { c.headStarted = now }
+        if c.headStarted == nil { c.startHead(now) }
         c.input.append(contentsOf: bytes)
         process(c)
     }
@@ -356,7 +352,7 @@ final class EventLoop: @unchecked Sendable {
                 c.inputStart += d
                 continue
             }
-            if c.headStarted == nil { c.headStarted = now }
+            if c.headStarted == nil { c.startHead(now) }
             let start = c.inputStart
             let result = c.input.withUnsafeBytes { c.parser.parse(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             switch result {
@@ -416,10 +412,10 @@ final class EventLoop: @unchecked Sendable {
     private func record(_ c: Connection, status: Int, site: String, host: String, method: String, path: String,
                         bytes: Int, userAgent: String, proto: String = "HTTP/1.1") {
         counters.count(site: site, status: status)
-        let started = c.headStarted ?? now
+        let duration = c.headStarted == nil ? 0 : monotonicMicroseconds() - c.headStartedMicroseconds
         accessLog.append(AccessLog.Entry(timeMilliseconds: wallClockMilliseconds(), client: c.client, host: host,
                                          method: method, path: path, status: status, bytes: bytes,
-                                         durationMicroseconds: (now - started) * 1000, userAgent: userAgent, proto: proto))
+                                         durationMicroseconds: duration, userAgent: userAgent, proto: proto))
     }
 
     /// Writes pending output. Returns false when the connection was closed.
@@ -511,10 +507,7 @@ final class EventLoop: @unchecked Sendable {
         c.ssl = nil
         close(c.fd)
         connections[Int(c.fd)] = nil
-        if c.kind != .admin {
-            clientConnections -= 1
-            state.metrics.openConnections.subtract(1, ordering: .relaxed)
-        }
+        if c.kind != .admin { state.metrics.openConnections.subtract(1, ordering: .relaxed) }
         if !listenersActive, !state.draining.load(ordering: .relaxed),
            state.metrics.openConnections.load(ordering: .relaxed) < state.maxConnections {
             try? resumeListeners()

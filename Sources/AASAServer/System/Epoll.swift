@@ -72,6 +72,12 @@ func monotonicMilliseconds() -> Int64 {
     return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
 
+func monotonicMicroseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+}
+
 /// Wall-clock seconds since 1970, for Date headers and logs.
 func wallClockSeconds() -> Int {
     var ts = timespec()
