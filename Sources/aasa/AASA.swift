@@ -1,3 +1,4 @@
+import AASAServer
 import ArgumentParser
 #if canImport(Glibc)
 import Glibc
@@ -33,24 +34,11 @@ struct AASA: ParsableCommand {
     }
 }
 
-/// Minimal unbuffered output for the commands: stdout and stderr, no Foundation.
+/// stdout and stderr for the commands, through the server's serialized console writer.
 struct FileHandleOutput {
     let fd: Int32
     static let standardOutput = FileHandleOutput(fd: 1)
     static let standardError = FileHandleOutput(fd: 2)
 
-    func write(_ text: String) {
-        var text = text
-        text.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += n
-            }
-        }
-    }
+    func write(_ text: String) { ConsoleOutput.write(text, to: fd) }
 }

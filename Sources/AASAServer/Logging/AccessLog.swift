@@ -63,7 +63,7 @@ struct AccessLog {
 
     mutating func flush() {
         guard !pending.isEmpty else { return }
-        OutputLock.write(pending, to: 1)
+        ConsoleOutput.write(pending, to: 1)
         pending.removeAll(keepingCapacity: pending.utf8.count < 65536)
     }
 

@@ -49,15 +49,15 @@ public struct Log: Sendable {
             w.endObject()
             line = w.output + "\n"
         }
-        OutputLock.write(line, to: 2)
+        ConsoleOutput.write(line, to: 2)
     }
 }
 
 /// Serializes whole writes to stdout and stderr so lines from several threads never interleave.
-enum OutputLock {
+public enum ConsoleOutput {
     private static let lock = Mutex(())
 
-    static func write(_ text: String, to fd: Int32) {
+    public static func write(_ text: String, to fd: Int32) {
         var text = text
         lock.withLock { _ in
             text.withUTF8 { buffer in

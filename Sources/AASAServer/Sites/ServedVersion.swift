@@ -27,30 +27,10 @@ public final class ServedVersion: @unchecked Sendable {
         notModifiedHead = Array("HTTP/1.1 304 Not Modified\r\n\(common)Date: ".utf8)
     }
 
-    /// RFC 9110 §13.1.2–3: If-None-Match (weak comparison) decides when present; otherwise
-    /// If-Modified-Since holds when the file is not newer than the date given.
+    /// If-None-Match decides when present; otherwise If-Modified-Since (RFC 9110 §13.2.2).
     func isNotModified(ifNoneMatch: String?, ifModifiedSince: String?) -> Bool {
-        if let ifNoneMatch {
-            for candidate in ifNoneMatch.split(separator: ",") {
-                var tag = candidate.trimmingCharacters(in: " \t")
-                if tag == "*" { return true }
-                if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
-                if tag == etag { return true }
-            }
-            return false
-        }
-        if let ifModifiedSince, let date = HTTPDate.parse(ifModifiedSince) {
-            return lastModified <= date
-        }
+        if let ifNoneMatch { return Conditional.ifNoneMatch(ifNoneMatch, matches: etag) }
+        if let ifModifiedSince { return Conditional.notModifiedSince(ifModifiedSince, lastModified: lastModified) }
         return false
-    }
-}
-
-extension StringProtocol {
-    func trimmingCharacters(in set: String) -> Substring {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s = s.dropFirst() }
-        while let l = s.last, set.contains(l) { s = s.dropLast() }
-        return s
     }
 }
