@@ -53,15 +53,17 @@ unit-test:
 
 # libFuzzer over AASACore (JSON parser, validator, matcher) and over the HTTP request parser.
 # `make fuzz FUZZ_TIME=600` runs longer; crashes are written as crash-* files.
-fuzz: $(FUZZ_DIR)/aasa-fuzz $(FUZZ_DIR)/http-fuzz
-	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-http
+fuzz: $(FUZZ_DIR)/aasa-fuzz $(FUZZ_DIR)/http-fuzz $(FUZZ_DIR)/proxy-fuzz
+	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-http $(FUZZ_DIR)/corpus-proxy
 	$(FUZZ_DIR)/aasa-fuzz -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
 	  -dict=Fuzz/aasa.dict $(FUZZ_DIR)/corpus Fuzz/seeds
 	$(FUZZ_DIR)/http-fuzz -max_total_time=$(FUZZ_TIME) -max_len=20000 -timeout=10 \
 	  $(FUZZ_DIR)/corpus-http Fuzz/seeds-http
+	$(FUZZ_DIR)/proxy-fuzz -max_total_time=$(FUZZ_TIME) -max_len=1024 -timeout=10 \
+	  $(FUZZ_DIR)/corpus-proxy Fuzz/seeds-proxy
 
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_TIME=15
+	$(MAKE) fuzz FUZZ_TIME=10
 
 $(FUZZ_DIR)/aasa-fuzz: Fuzz/FuzzAASA.swift $(wildcard Sources/AASACore/*/*.swift)
 	mkdir -p $(FUZZ_DIR)
@@ -72,6 +74,11 @@ $(FUZZ_DIR)/http-fuzz: Fuzz/FuzzHTTP.swift $(wildcard Sources/AASAHTTP/*.swift)
 	mkdir -p $(FUZZ_DIR)
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name HTTPFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzHTTP.swift -o $@
+
+$(FUZZ_DIR)/proxy-fuzz: Fuzz/FuzzProxy.swift $(wildcard Sources/AASAHTTP/*.swift)
+	mkdir -p $(FUZZ_DIR)
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ProxyFuzz \
+	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzProxy.swift -o $@
 
 bench:
 	@echo "make bench: the benchmark arrives with the server (see issues); nothing to measure yet" >&2

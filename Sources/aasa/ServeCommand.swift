@@ -89,9 +89,7 @@ struct ServeCommand: ParsableCommand {
         let grace = shutdownGrace ?? env.int("AASA_SHUTDOWN_GRACE") ?? 10
         guard grace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
         c.shutdownGraceSeconds = grace
-        if proxyProtocol || env.flag("AASA_PROXY_PROTOCOL") {
-            throw ValidationError("--proxy-protocol is not supported yet")
-        }
+        c.limits.proxyProtocol = proxyProtocol || env.flag("AASA_PROXY_PROTOCOL")
 
         let status = Server(configuration: c).run()
         if status != 0 { throw ExitCode(status) }

@@ -8,6 +8,9 @@ final class ServerState: Sendable {
     let ready = Atomic<Bool>(false)
     /// SIGTERM/SIGINT received: stop accepting, finish what is in flight.
     let draining = Atomic<Bool>(false)
+    /// Loops that have stopped watching the client listeners after draining began; once all
+    /// have, the listening sockets are closed so new connections are refused at once.
+    let loopsReleasedListeners = Atomic<Int>(0)
     /// Request counts of every loop, fixed before the loops start.
     let loopCounters: [LoopCounters]
     let maxConnections: Int

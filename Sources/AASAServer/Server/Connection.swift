@@ -7,6 +7,9 @@ import Glibc
 public enum ListenerKind: UInt8, Sendable {
     case https, http, admin
 
+    /// Where a connection starts once any PROXY header is read.
+    var firstPhase: Connection.Phase { self == .https ? .handshake : .open }
+
     var name: String {
         switch self {
         case .https: return "https"
@@ -19,6 +22,8 @@ public enum ListenerKind: UInt8, Sendable {
 /// One client connection, owned by the loop that accepted it and touched only by its thread.
 final class Connection {
     enum Phase {
+        /// Waiting for the PROXY protocol header (`--proxy-protocol`), before TLS or HTTP.
+        case proxyHeader
         /// TLS handshake in progress.
         case handshake
         /// Reading requests and writing responses.
@@ -31,8 +36,11 @@ final class Connection {
 
     let fd: Int32
     let kind: ListenerKind
-    let client: String
+    /// The client's address: the peer's, or the one a PROXY header gave.
+    var client: String
     var phase: Phase
+    /// Bytes of a PROXY header that arrived in pieces.
+    var proxyBuffer: [UInt8] = []
     var ssl: OpaquePointer?
     /// Keeps the certificate store alive while the ServerName callback may read it.
     var handshakeStore: CertificateStore?
@@ -60,11 +68,11 @@ final class Connection {
     /// The epoll events currently registered.
     var interest: UInt32 = 0
 
-    init(fd: Int32, kind: ListenerKind, client: String, now: Int64, handshakeTimeout: Int64) {
+    init(fd: Int32, kind: ListenerKind, client: String, now: Int64, handshakeTimeout: Int64, expectsProxyHeader: Bool) {
         self.fd = fd
         self.kind = kind
         self.client = client
-        self.phase = kind == .https ? .handshake : .open
+        self.phase = expectsProxyHeader ? .proxyHeader : kind.firstPhase
         self.deadline = now + handshakeTimeout
         self.lastActivity = now
         self.acceptedAt = now

@@ -25,6 +25,8 @@ public struct ConnectionLimits: Sendable {
     /// Stop reading a connection's requests while this much response is unsent (pipelining
     /// backpressure).
     public var outputHighWater = 256 * 1024
+    /// Expect a PROXY protocol header on HTTPS and HTTP connections (never on admin ones).
+    public var proxyProtocol = false
 
     public init() {}
 }
@@ -153,7 +155,8 @@ final class EventLoop: @unchecked Sendable {
             }
             guard let (fd, address) = Socket.accept(listener.fd) else { return }
             let c = Connection(fd: fd, kind: listener.kind, client: address.host, now: now,
-                               handshakeTimeout: listener.kind == .https ? limits.handshakeTimeout : limits.headerTimeout)
+                               handshakeTimeout: listener.kind == .https ? limits.handshakeTimeout : limits.headerTimeout,
+                               expectsProxyHeader: limits.proxyProtocol && listener.kind != .admin)
             if listener.kind == .https {
                 guard let cert = snapshot.certificates.defaultCertificate, let ssl = SSL_new(cert.context) else {
                     if !missingCertificateLogged {
@@ -210,6 +213,9 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         switch c.phase {
+        case .proxyHeader:
+            readProxyHeader(c)
+            return
         case .handshake:
             handshake(c)
         case .open:
@@ -225,6 +231,42 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         if connection(c.fd) === c { updateInterest(c) }
+    }
+
+    /// Reads the PROXY header without reading past it: the bytes after it belong to TLS or
+    /// HTTP. It peeks, then consumes only what the parser says is header.
+    private func readProxyHeader(_ c: Connection) {
+        let n = recv(c.fd, scratch.baseAddress, scratch.count, Int32(MSG_PEEK))
+        if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+        guard n > 0 else { closeConnection(c); return }
+        let peeked = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
+        let result: ProxyHeader.Result
+        if c.proxyBuffer.isEmpty {
+            result = ProxyHeader.parse(peeked)
+        } else {
+            result = (c.proxyBuffer + peeked).withUnsafeBytes { ProxyHeader.parse($0) }
+        }
+        switch result {
+        case .needMore:
+            // Everything seen so far is header (the parser never asks for more than that).
+            c.proxyBuffer.append(contentsOf: peeked)
+            _ = recv(c.fd, scratch.baseAddress, n, 0)
+        case .invalid(let reason):
+            log.debug("\(c.client): closing: \(reason)")
+            closeConnection(c)
+        case .header(let source, let length):
+            _ = recv(c.fd, scratch.baseAddress, length - c.proxyBuffer.count, 0)
+            c.proxyBuffer = []
+            switch source {
+            case .inet(let host, _): c.client = host
+            case .unix(let path): c.client = "unix:" + path
+            case .local: break
+            }
+            c.phase = c.kind.firstPhase
+            c.acceptedAt = now
+            c.deadline = now + (c.kind == .https ? limits.handshakeTimeout : limits.headerTimeout)
+            if c.phase == .handshake { handshake(c) } else if readAndProcess(c), connection(c.fd) === c { updateInterest(c) }
+        }
     }
 
     private func handshake(_ c: Connection) {
@@ -482,6 +524,8 @@ final class EventLoop: @unchecked Sendable {
     private func updateInterest(_ c: Connection) {
         var want: UInt32 = 0
         switch c.phase {
+        case .proxyHeader:
+            want = Epoll.readable
         case .handshake:
             want = c.tlsWantsWrite ? Epoll.writable : Epoll.readable
         case .open:
@@ -525,7 +569,7 @@ final class EventLoop: @unchecked Sendable {
         }
         for case let c? in connections {
             switch c.phase {
-            case .handshake, .lingering:
+            case .proxyHeader, .handshake, .lingering:
                 if now >= c.deadline { closeConnection(c) }
             case .open:
                 if c.hasPendingOutput {
@@ -554,6 +598,7 @@ final class EventLoop: @unchecked Sendable {
             drainDeadline = now + state.shutdownGraceMilliseconds
             for l in listeners where l.kind != .admin { Epoll.remove(epfd, l.fd) }
             listenersActive = false
+            state.loopsReleasedListeners.add(1, ordering: .releasing)
         }
         for case let c? in connections where c.kind != .admin && c.isIdle {
             closeConnection(c)

@@ -93,8 +93,16 @@ public final class Server {
         // Draining: the loops stop accepting, finish, and exit within the grace period.
         log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
         for loop in loops { loop.signal() }
+        // Close the client listeners as soon as no loop watches them: a balancer's next
+        // connection is refused at once and goes to another replica, instead of waiting in
+        // the backlog of a process that will not accept it.
+        let released = monotonicMilliseconds()
+        while state.loopsReleasedListeners.load(ordering: .acquiring) < loops.count, monotonicMilliseconds() - released < 2000 {
+            usleep(1000)
+        }
+        for l in listeners where l.kind != .admin { close(l.fd) }
         for t in threads { pthread_join(t, nil) }
-        for l in listeners { close(l.fd) }
+        for l in listeners where l.kind == .admin { close(l.fd) }
         log.info("stopped")
         return 0
     }

@@ -1,0 +1,32 @@
+import AASAServer
+import ArgumentParser
+
+struct HealthCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "Exit 0 when the admin listener's /healthz answers 200, else 1 (for HEALTHCHECK).",
+        discussion: "The address defaults to AASA_ADMIN, else 127.0.0.1:9090."
+    )
+
+    @Option(help: "Admin listener ADDR:PORT.")
+    var admin: String?
+
+    func run() throws {
+        let text = admin ?? Environment()["AASA_ADMIN"] ?? "127.0.0.1:9090"
+        var address: SocketAddress
+        do { address = try SocketAddress(parsing: text) } catch { throw ValidationError("--admin: \(error)") }
+        // A server listening on every address is reached on loopback.
+        if address.host == "0.0.0.0" { address = try! SocketAddress(parsing: "127.0.0.1:\(address.port)") }
+        if address.host == "::" { address = try! SocketAddress(parsing: "[::1]:\(address.port)") }
+        switch HealthProbe.check(address) {
+        case .success(200):
+            FileHandleOutput.standardOutput.write("healthy\n")
+        case .success(let status):
+            FileHandleOutput.standardError.write("aasa health: /healthz answered \(status)\n")
+            throw ExitCode(1)
+        case .failure(let error):
+            FileHandleOutput.standardError.write("aasa health: \(address): \(error)\n")
+            throw ExitCode(1)
+        }
+    }
+}
