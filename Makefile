@@ -14,7 +14,7 @@ FUZZ_DIR   := .build-fuzz
 FUZZ_TIME  ?= 30
 
 # System packages the build and the tests need, installed with apt when missing.
-SYSTEM_PACKAGES := libssl-dev libnghttp2-dev curl openssl python3
+SYSTEM_PACKAGES := libssl-dev libnghttp2-dev curl openssl python3 haproxy
 
 .PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps clean
 

@@ -55,8 +55,15 @@ final class ServerProcess {
     let config: URL
     let certs: URL
 
+    /// Fixed ports for the three listeners (a restarted instance behind a balancer), else 0.
+    struct Ports {
+        var https = 0
+        var http = 0
+        var admin = 0
+    }
+
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
-         extraArguments: [String] = [], workers: Int = 2) throws {
+         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports()) throws {
         directory = try TemporaryDirectory()
         config = directory.url.appendingPathComponent("config")
         certs = directory.url.appendingPathComponent("certs")
@@ -75,7 +82,7 @@ final class ServerProcess {
 
         process.executableURL = AASABinary.url
         process.arguments = ["serve", "--config", config.path, "--certs", certs.path,
-                             "--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+                             "--https", "127.0.0.1:\(ports.https)", "--http", "127.0.0.1:\(ports.http)", "--admin", "127.0.0.1:\(ports.admin)",
                              "--workers", "\(workers)"] + extraArguments
         let err = Pipe()
         let out = Pipe()
@@ -177,6 +184,21 @@ final class OutputBuffer: @unchecked Sendable {
         }
         return text.contains(needle)
     }
+}
+
+/// A port that was free a moment ago (bind to 0, read it, close).
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard ok else { throw HarnessError(description: "no free port: \(errno)") }
+    return Int(UInt16(bigEndian: addr.sin_port))
 }
 
 enum Shell {

@@ -600,7 +600,10 @@ final class EventLoop: @unchecked Sendable {
             listenersActive = false
             state.loopsReleasedListeners.add(1, ordering: .releasing)
         }
-        for case let c? in connections where c.kind != .admin && c.isIdle {
+        // Idle keep-alive connections close now; a client reusing one retries on a new one.
+        // A connection that has not yet sent its first request is not idle: it is a request
+        // on its way, and it gets its answer.
+        for case let c? in connections where c.kind != .admin && c.isIdle && c.requestsServed > 0 {
             closeConnection(c)
         }
         // Every loop stays until the last client connection of any loop is done, so the admin

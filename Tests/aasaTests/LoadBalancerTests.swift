@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let wellKnown = "/.well-known/apple-app-site-association"
+
+/// Debian's haproxy in front of two aasa instances, the way operators run it: once terminating
+/// TLS and forwarding plain HTTP with PROXY v2, once passing TLS through in TCP mode with PROXY
+/// v1. Clients connect from 127.0.0.2, the balancer from 127.0.0.1, so the logged address shows
+/// which one the server believed.
+/// Only `fetch` (which reads constants) is called from other threads.
+final class Balanced: @unchecked Sendable {
+    var instances: [ServerProcess]
+    let ports: [ServerProcess.Ports]
+    let haproxy = Process()
+    let terminating: Int
+    let passthrough: Int
+    let directory: TemporaryDirectory
+    private(set) var haproxyLog: OutputBuffer! = nil
+
+    init() throws {
+        ports = try (0..<2).map { _ in ServerProcess.Ports(https: try freePort(), http: try freePort(), admin: try freePort()) }
+        instances = try ports.map { try ServerProcess(extraArguments: ["--proxy-protocol", "--shutdown-grace", "5"], ports: $0) }
+        terminating = try freePort()
+        passthrough = try freePort()
+        directory = try TemporaryDirectory()
+        let certs = TestCertificates.directory
+        let pem = try String(contentsOf: certs.appendingPathComponent("sites.crt"), encoding: .utf8)
+            + String(contentsOf: certs.appendingPathComponent("sites.key"), encoding: .utf8)
+        let pemPath = try directory.write("haproxy.pem", pem)
+        func servers(_ port: KeyPath<ServerProcess.Ports, Int>, _ proxy: String) -> String {
+            ports.enumerated().map { i, p in
+                "  server aasa\(i) 127.0.0.1:\(p[keyPath: port]) \(proxy) check port \(p.admin) inter 100 fall 1 rise 1"
+            }.joined(separator: "\n")
+        }
+        let config = """
+        global
+          maxconn 2000
+        defaults
+          timeout connect 2s
+          timeout client 10s
+          timeout server 10s
+          retries 3
+          option redispatch
+          option httpchk GET /readyz
+        frontend terminating
+          mode http
+          bind 127.0.0.1:\(terminating) ssl crt \(pemPath)
+          default_backend aasa_http
+        backend aasa_http
+          mode http
+          retry-on all-retryable-errors
+          \(servers(\.http, "send-proxy-v2"))
+        frontend passthrough
+          mode tcp
+          bind 127.0.0.1:\(passthrough)
+          default_backend aasa_tls
+        backend aasa_tls
+          mode tcp
+          \(servers(\.https, "send-proxy"))
+        """
+        let configPath = try directory.write("haproxy.cfg", config + "\n")
+        haproxy.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
+        haproxy.arguments = ["-db", "-f", configPath]
+        let err = Pipe()
+        haproxy.standardOutput = FileHandle.nullDevice
+        haproxy.standardError = err
+        haproxyLog = OutputBuffer(err.fileHandleForReading)
+        try haproxy.run()
+        guard ServerProcess.waitFor(timeout: 10, { try self.fetch(.terminating).status == 200 && self.fetch(.passthrough).status == 200 }) else {
+            throw HarnessError(description: "haproxy did not come up: \(haproxyLog.text) \((try? fetch(.terminating)).map { "\($0)" } ?? "")")
+        }
+    }
+
+    deinit {
+        haproxy.terminate()
+        haproxy.waitUntilExit()
+    }
+
+    enum Mode { case terminating, passthrough }
+
+    /// One request through the balancer with curl, from 127.0.0.2.
+    func fetch(_ mode: Mode, host: String = "example.com") throws -> (status: Int, body: String) {
+        let port = mode == .terminating ? terminating : passthrough
+        let r = try Shell.run("/usr/bin/curl", ["-sS", "-i", "--max-time", "5", "--interface", "127.0.0.2", "--cacert", TestCertificates.caFile,
+                                                "--resolve", "\(host):\(port):127.0.0.1", "https://\(host):\(port)\(wellKnown)"])
+        return (RawHTTP.status(r.stdout) ?? 0, RawHTTP.body(r.stdout))
+    }
+
+    /// SIGTERM one instance, wait for it to exit, start it again on the same ports.
+    func restart(_ i: Int) throws {
+        let status = instances[i].stop(signal: SIGTERM, timeout: 10)
+        #expect(status == 0)
+        instances[i] = try ServerProcess(extraArguments: ["--proxy-protocol", "--shutdown-grace", "5"], ports: ports[i])
+    }
+}
+
+@Suite(.serialized) struct LoadBalancerTests {
+    @Test func bothModesServeAndLogTheOriginalClient() throws {
+        let lb = try Balanced()
+        for mode in [Balanced.Mode.terminating, .passthrough] {
+            for host in ["example.com", "www.example.com"] {
+                let r = try lb.fetch(mode, host: host)
+                #expect(r.status == 200)
+                #expect(r.body == (host == "example.com" ? exampleCom : wwwExampleCom))
+            }
+        }
+        let logs = { lb.instances.map(\.accessLog).joined() }
+        #expect(ServerProcess.waitFor { logs().components(separatedBy: " 127.0.0.2 ").count - 1 >= 4 })
+        #expect(!logs().contains(" 127.0.0.1 example.com"), "the balancer's own address must not be logged as the client")
+        #expect(logs().contains(" 127.0.0.2 www.example.com \"GET \(wellKnown) HTTP/1.1\" 200 "))
+    }
+
+    @Test func aRollingRestartUnderLoadLosesNoRequest() throws {
+        let lb = try Balanced()
+        final class Tally: @unchecked Sendable {
+            let lock = NSLock()
+            var ok = 0
+            var failed: [String] = []
+            var stop = false
+        }
+        let tally = Tally()
+        let workers = [Balanced.Mode.terminating, .passthrough].map { mode in
+            Thread {
+                for _ in 0..<2000 {
+                    tally.lock.lock(); let stop = tally.stop; tally.lock.unlock()
+                    if stop { return }
+                    let r: (status: Int, body: String) = (try? lb.fetch(mode)) ?? (0, "")
+                    tally.lock.lock()
+                    if r.status == 200 && r.body == exampleCom { tally.ok += 1 } else { tally.failed.append("\(mode): \(r.status)") }
+                    tally.lock.unlock()
+                }
+            }
+        }
+        workers.forEach { $0.start() }
+        usleep(500_000)
+        try lb.restart(0)
+        usleep(1_000_000)
+        try lb.restart(1)
+        usleep(1_000_000)
+        tally.lock.lock(); tally.stop = true; tally.lock.unlock()
+        while workers.contains(where: { $0.isExecuting }) { usleep(50_000) }
+        tally.lock.lock(); defer { tally.lock.unlock() }
+        #expect(tally.failed.isEmpty, "\(tally.failed.count) failed: \(tally.failed.prefix(5))")
+        #expect(tally.ok > 20)
+    }
+}
