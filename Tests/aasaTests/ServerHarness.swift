@@ -186,19 +186,23 @@ final class OutputBuffer: @unchecked Sendable {
     }
 }
 
-/// A port that was free a moment ago (bind to 0, read it, close).
+/// A port that was free a moment ago, below the kernel's ephemeral range (32768 and up), so
+/// the client sockets other tests open in parallel cannot take it before it is used.
 func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &addr) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    for _ in 0..<100 {
+        let port = Int.random(in: 20_000..<30_000)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        if ok { return port }
     }
-    guard ok else { throw HarnessError(description: "no free port: \(errno)") }
-    return Int(UInt16(bigEndian: addr.sin_port))
+    throw HarnessError(description: "no free port between 20000 and 30000")
 }
 
 enum Shell {
