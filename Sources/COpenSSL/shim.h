@@ -53,6 +53,12 @@ static inline int aasa_general_name_type(GENERAL_NAME *n) { return n->type; }
 static inline ASN1_IA5STRING *aasa_general_name_dns(GENERAL_NAME *n) { return n->type == GEN_DNS ? n->d.dNSName : NULL; }
 static inline int aasa_gen_dns(void) { return GEN_DNS; }
 
+// Key and certificate making (development CA).
+static inline EVP_PKEY *aasa_EVP_EC_gen_p256(void) { return EVP_EC_gen("P-256"); }
+static inline long aasa_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+static inline void aasa_X509V3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
+static inline int aasa_mbstring_asc(void) { return MBSTRING_ASC; }
+
 static inline int aasa_ERR_GET_REASON(unsigned long e) { return ERR_GET_REASON(e); }
 
 #endif

@@ -90,6 +90,7 @@ struct ServeCommand: ParsableCommand {
         guard grace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
         c.shutdownGraceSeconds = grace
         c.limits.proxyProtocol = proxyProtocol || env.flag("AASA_PROXY_PROTOCOL")
+        c.dev = dev
 
         let status = Server(configuration: c).run()
         if status != 0 { throw ExitCode(status) }

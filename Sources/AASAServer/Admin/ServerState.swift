@@ -15,8 +15,11 @@ final class ServerState: Sendable {
     let loopCounters: [LoopCounters]
     let maxConnections: Int
     let shutdownGraceMilliseconds: Int64
+    /// `--dev`: the dashboard, the fetch log and the development certificates.
+    let dev: DevelopmentMode?
 
-    init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64) {
+    init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil) {
+        self.dev = dev
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         snapshots = SnapshotStore(snapshot)
         loopCounters = (0..<loops).map { _ in LoopCounters() }

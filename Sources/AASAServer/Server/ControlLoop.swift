@@ -98,6 +98,8 @@ final class ControlLoop {
     private func reload() {
         let started = monotonicMilliseconds()
         let previous = state.snapshots.load().0
+        // In development the leaf certificate follows the sites: a new site gets a new leaf.
+        state.dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
         let next = builder.build(previous: previous)
         state.snapshots.publish(next)
         state.metrics.reloads.add(1, ordering: .relaxed)

@@ -417,12 +417,20 @@ final class EventLoop: @unchecked Sendable {
                     status = AdminResponder.respond(to: request, state: state, date: date, into: &c.output)
                     bytes = 0
                     siteLabel = ""
+                } else if c.kind == .http, let dev = state.dev, Dashboard.handles(request, snapshot: snapshot) {
+                    status = Dashboard.respond(to: request, snapshot: snapshot, dev: dev, date: date, into: &c.output)
+                    bytes = 0
+                    siteLabel = "dashboard"
                 } else {
                     let outcome = Responder.respond(to: request, snapshot: snapshot, isTLS: c.kind == .https,
                                                     certificate: c.certificate, date: date, into: &c.output)
                     status = outcome.status
                     bytes = outcome.bodyBytes
                     siteLabel = outcome.siteLabel
+                }
+                if let dev = state.dev, request.path == Responder.wellKnownPath || request.path == Responder.rootPath {
+                    dev.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: c.client, host: request.host ?? "",
+                                       path: String(request.target.prefix(256)), status: status, userAgent: request.userAgent ?? "")
                 }
                 if c.kind != .admin {
                     record(c, status: status, site: siteLabel, host: request.host ?? "", method: request.method.text,

@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     public var cacheControl = "public, max-age=3600"
     public var shutdownGraceSeconds = 10
     public var limits = ConnectionLimits()
+    /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
+    /// the dashboard on the HTTP listener.
+    public var dev = false
 
     public init() {}
 }
@@ -51,10 +54,12 @@ public final class Server {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let started = monotonicMilliseconds()
+        let dev = configuration.dev ? DevelopmentMode(certificatesDirectory: configuration.certsDirectory ?? "certs-dev") : nil
+        dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
         let snapshot = builder.build(previous: nil)
         let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
                                 maxConnections: configuration.maxConnections,
-                                shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000)
+                                shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev)
         let serving = snapshot.sites.filter { $0.served != nil }.count
         log.info("loaded \(snapshot.sites.count) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 
@@ -85,6 +90,10 @@ public final class Server {
             threads.append(startThread { loop.run() })
         }
         state.ready.store(true, ordering: .releasing)
+        if let dev {
+            ConsoleOutput.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
+                                             https: listeners.filter { $0.kind == .https }.map(\.address)), to: 2)
+        }
         log.info("ready: \(loops.count) workers, max \(configuration.maxConnections) connections")
 
         let control = ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)

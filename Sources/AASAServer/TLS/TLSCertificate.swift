@@ -31,8 +31,8 @@ public final class TLSCertificate: @unchecked Sendable {
                 throw TLSError("\(keyPath) does not belong to \(certificatePath)")
             }
             guard let cert = SSL_CTX_get0_certificate(ctx) else { throw TLSError("no certificate in \(certificatePath)") }
-            self.dnsNames = TLSCertificate.dnsNames(cert)
-            self.notAfter = TLSCertificate.notAfter(cert)
+            self.dnsNames = X509Fields.dnsNames(cert)
+            self.notAfter = X509Fields.notAfter(cert)
         } catch {
             SSL_CTX_free(ctx)
             throw error
@@ -69,27 +69,6 @@ public final class TLSCertificate: @unchecked Sendable {
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
         aasa_SSL_CTX_use_alpn(ctx)
         _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, serverNameCallback)
-    }
-
-    private static func dnsNames(_ cert: OpaquePointer) -> [String] {
-        guard let raw = X509_get_ext_d2i(cert, NID_subject_alt_name, nil, nil) else { return [] }
-        let names = OpaquePointer(raw)
-        defer { aasa_general_names_free(names) }
-        var out: [String] = []
-        for i in 0..<aasa_general_names_count(names) {
-            guard let name = aasa_general_names_get(names, i), let dns = aasa_general_name_dns(name),
-                  let data = ASN1_STRING_get0_data(dns) else { continue }
-            let text = String(decoding: UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(dns))), as: UTF8.self)
-            out.append(text.lowercased())
-        }
-        return out
-    }
-
-    private static func notAfter(_ cert: OpaquePointer) -> Int {
-        guard let t = X509_get0_notAfter(cert) else { return 0 }
-        var tm = Glibc.tm()
-        guard ASN1_TIME_to_tm(t, &tm) == 1 else { return 0 }
-        return Int(timegm(&tm))
     }
 }
 
