@@ -14,7 +14,7 @@ FUZZ_DIR   := .build-fuzz
 FUZZ_TIME  ?= 30
 
 # System packages the build and the tests need, installed with apt when missing.
-SYSTEM_PACKAGES := libssl-dev libnghttp2-dev curl openssl python3 haproxy
+SYSTEM_PACKAGES := libssl-dev libnghttp2-dev curl openssl python3 haproxy chromium
 
 .PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps clean lint-deploy container-check
 
@@ -36,9 +36,8 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Until `serve --dev` makes its own certificates, the openssl command makes them here.
+# Development mode makes its CA and certificate in certs-dev/ on first start.
 run: build
-	bash Scripts/make-dev-certs.sh $(CONFIG) certs-dev
 	$(DEBUG_BIN) validate $(CONFIG)
 	$(DEBUG_BIN) serve --dev --config $(CONFIG)
 

@@ -63,7 +63,7 @@ final class ServerProcess {
     }
 
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
-         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports()) throws {
+         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false) throws {
         directory = try TemporaryDirectory()
         config = directory.url.appendingPathComponent("config")
         certs = directory.url.appendingPathComponent("certs")
@@ -73,17 +73,19 @@ final class ServerProcess {
         }
         let fm = FileManager.default
         try fm.createDirectory(at: certs, withIntermediateDirectories: true)
-        let source = TestCertificates.directory
-        for file in ["sites.crt", "sites.key"] {
-            try fm.copyItem(at: source.appendingPathComponent(file), to: certs.appendingPathComponent(file))
+        if !dev {
+            let source = TestCertificates.directory
+            for file in ["sites.crt", "sites.key"] {
+                try fm.copyItem(at: source.appendingPathComponent(file), to: certs.appendingPathComponent(file))
+            }
+            try fm.copyItem(at: source.appendingPathComponent("wild"), to: certs.appendingPathComponent("wild"))
+            chmod(certs.appendingPathComponent("sites.key").path, 0o600)
         }
-        try fm.copyItem(at: source.appendingPathComponent("wild"), to: certs.appendingPathComponent("wild"))
-        chmod(certs.appendingPathComponent("sites.key").path, 0o600)
 
         process.executableURL = AASABinary.url
         process.arguments = ["serve", "--config", config.path, "--certs", certs.path,
                              "--https", "127.0.0.1:\(ports.https)", "--http", "127.0.0.1:\(ports.http)", "--admin", "127.0.0.1:\(ports.admin)",
-                             "--workers", "\(workers)"] + extraArguments
+                             "--workers", "\(workers)"] + (dev ? ["--dev"] : []) + extraArguments
         let err = Pipe()
         let out = Pipe()
         process.standardError = err
@@ -122,9 +124,11 @@ final class ServerProcess {
         return nil
     }
 
-    /// `curl` against the HTTPS listener, resolving `host` to 127.0.0.1 and trusting the test CA.
-    func curlHTTPS(host: String, path: String = "/.well-known/apple-app-site-association", _ extra: [String] = []) throws -> CommandResult {
-        try Shell.run("/usr/bin/curl", ["-sS", "-i", "--max-time", "10", "--cacert", TestCertificates.caFile,
+    /// `curl` against the HTTPS listener, resolving `host` to 127.0.0.1 and trusting the test CA
+    /// (or the CA given).
+    func curlHTTPS(host: String, path: String = "/.well-known/apple-app-site-association", _ extra: [String] = [],
+                   ca: String = TestCertificates.caFile) throws -> CommandResult {
+        try Shell.run("/usr/bin/curl", ["-sS", "-i", "--max-time", "10", "--cacert", ca,
                                         "--resolve", "\(host):\(https):127.0.0.1", "https://\(host):\(https)\(path)"] + extra)
     }
 

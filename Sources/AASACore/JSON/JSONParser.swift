@@ -121,14 +121,14 @@ public struct JSONParser {
             let keyOffset = index
             let key = try parseString()
             if !seen.insert(key).inserted {
-                report(.duplicateKey, "duplicate key \(JSONWriter.quoted(key)); the last one is used", at: keyOffset)
+                report(.duplicateKey, "duplicate key \(JSONWriter.message(key)); the last one is used", at: keyOffset)
             }
             try skipWhitespace()
             guard peek(UInt8(ascii: ":")) else {
                 if index < bytes.count, bytes[index] == UInt8(ascii: "=") {
                     return try fail(.syntax, "expected ':' after the key, found '='", at: index)
                 }
-                return try fail(.syntax, "expected ':' after the key \(JSONWriter.quoted(key))", at: index)
+                return try fail(.syntax, "expected ':' after the key \(JSONWriter.message(key))", at: index)
             }
             index += 1
             try skipWhitespace()

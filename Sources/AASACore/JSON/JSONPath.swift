@@ -33,7 +33,7 @@ public struct JSONPath: Hashable, Sendable, CustomStringConvertible {
             case .key(let key) where JSONPath.isIdentifier(key):
                 out += "." + key
             case .key(let key):
-                out += "[" + JSONWriter.quoted(key) + "]"
+                out += "[" + JSONWriter.message(key) + "]"
             }
         }
         return out

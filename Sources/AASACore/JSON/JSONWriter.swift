@@ -6,9 +6,10 @@ public struct JSONWriter: Sendable {
 
     public init() {}
 
-    /// `s` as a JSON string literal, escaping what RFC 8259 §7 requires plus `<`, `>` and `&`
-    /// (so the text is also safe inside an HTML `<script>` block), and U+2028/U+2029.
-    public static func quoted(_ s: String) -> String {
+    /// `s` as a JSON string literal, escaping what RFC 8259 §7 requires plus, when `htmlSafe`,
+    /// `<`, `>` and `&` (so the text is also safe inside an HTML `<script>` block), and
+    /// U+2028/U+2029. Messages for people use `htmlSafe: false`: they read `"<a>"`, not `"\u003Ca\u003E"`.
+    public static func quoted(_ s: String, htmlSafe: Bool = true) -> String {
         var out = "\""
         out.reserveCapacity(s.utf8.count + 2)
         for scalar in s.unicodeScalars {
@@ -18,7 +19,9 @@ public struct JSONWriter: Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "<", ">", "&", "\u{2028}", "\u{2029}":
+            case "<", ">", "&":
+                if htmlSafe { out += "\\u" + hex(scalar.value, width: 4) } else { out.unicodeScalars.append(scalar) }
+            case "\u{2028}", "\u{2029}":
                 out += "\\u" + hex(scalar.value, width: 4)
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F {
@@ -31,6 +34,9 @@ public struct JSONWriter: Sendable {
         out += "\""
         return out
     }
+
+    /// `s` quoted for a message a person reads (see ``quoted(_:htmlSafe:)``).
+    public static func message(_ s: String) -> String { quoted(s, htmlSafe: false) }
 
     private var pendingKey = false
 
@@ -56,7 +62,7 @@ public struct JSONWriter: Sendable {
         pendingKey = true
     }
 
-    public mutating func value(_ s: String?) { raw(s.map(JSONWriter.quoted) ?? "null") }
+    public mutating func value(_ s: String?) { raw(s.map { JSONWriter.quoted($0) } ?? "null") }
     public mutating func value(_ n: Int?) { raw(n.map(String.init) ?? "null") }
     public mutating func value(_ b: Bool) { raw(b ? "true" : "false") }
     public mutating func null() { raw("null") }

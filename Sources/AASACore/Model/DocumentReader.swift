@@ -129,7 +129,7 @@ struct DocumentReader {
         for member in members {
             let varPath = path.appending(member.key)
             if member.key.isEmpty || member.key.contains(where: { "$()".contains($0) }) {
-                report(.invalidVariableName, "variable name \(JSONWriter.quoted(member.key)) is empty or contains '$', '(' or ')'",
+                report(.invalidVariableName, "variable name \(JSONWriter.message(member.key)) is empty or contains '$', '(' or ')'",
                        at: member.keyOffset, varPath)
             } else if SubstitutionVariables.builtinNames.contains(member.key) {
                 report(.variableShadowsBuiltin, "variable \"\(member.key)\" has the name of a built-in variable; this file's values are used",
@@ -272,7 +272,7 @@ struct DocumentReader {
                 continue
             }
             if ids.contains(where: { $0.id == s }) {
-                report(.duplicateApp, "\(JSONWriter.quoted(s)) is listed twice in this array", at: item.offset, path.appending(i))
+                report(.duplicateApp, "\(JSONWriter.message(s)) is listed twice in this array", at: item.offset, path.appending(i))
             }
             validateAppID(s, at: item.offset, path: path.appending(i))
             ids.append((s, item.offset))
@@ -318,7 +318,7 @@ struct DocumentReader {
                         } else {
                             ignored = true
                             report(.queryValueNotString,
-                                   "query item \(JSONWriter.quoted(item.key)) must be a string pattern, found \(item.value.typeName); iOS then ignores the whole \"?\" dictionary",
+                                   "query item \(JSONWriter.message(item.key)) must be a string pattern, found \(item.value.typeName); iOS then ignores the whole \"?\" dictionary",
                                    at: item.value.offset, keyPath.appending(item.key))
                         }
                     }
@@ -396,16 +396,16 @@ struct DocumentReader {
         switch AppID.check(id) {
         case .valid: break
         case .lowercasePrefix:
-            report(.lowercaseAppIDPrefix, "app ID prefix in \(JSONWriter.quoted(id)) has lower-case letters; Team IDs are upper case", at: offset, path)
+            report(.lowercaseAppIDPrefix, "app ID prefix in \(JSONWriter.message(id)) has lower-case letters; Team IDs are upper case", at: offset, path)
         case .invalid(let why):
-            report(.invalidAppID, "invalid app ID \(JSONWriter.quoted(id)): \(why)", at: offset, path)
+            report(.invalidAppID, "invalid app ID \(JSONWriter.message(id)): \(why)", at: offset, path)
         }
     }
 
     private mutating func reportUnknownKey(_ member: JSONMember, known: [String], in place: String, path: JSONPath) {
-        var message = "unknown key \(JSONWriter.quoted(member.key)) in \(place) is ignored"
+        var message = "unknown key \(JSONWriter.message(member.key)) in \(place) is ignored"
         if let suggestion = KeySuggestion.closest(to: member.key, among: known) {
-            message += "; did you mean \(JSONWriter.quoted(suggestion))?"
+            message += "; did you mean \(JSONWriter.message(suggestion))?"
         }
         report(.unknownKey, message, at: member.keyOffset, path)
     }

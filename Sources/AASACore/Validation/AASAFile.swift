@@ -67,7 +67,7 @@ public struct AASAFile: Sendable {
             for (k, app) in detail.appIDs.enumerated() where seenHere.insert(app).inserted {
                 if let first = firstEntry[app] {
                     sink.report(.duplicateApp,
-                                "\(JSONWriter.quoted(app)) is also in details[\(first)]; for this app that earlier entry decides first, and this one only when it matches nothing",
+                                "\(JSONWriter.message(app)) is also in details[\(first)]; for this app that earlier entry decides first, and this one only when it matches nothing",
                                 at: detail.appIDOffsets[k], path: detail.path)
                 } else {
                     firstEntry[app] = d

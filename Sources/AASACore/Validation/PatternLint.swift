@@ -86,10 +86,10 @@ enum AppID {
         let prefix = id[..<dot]
         let bundle = id[id.index(after: dot)...]
         guard prefix.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric }) else {
-            return .invalid("the prefix \(JSONWriter.quoted(String(prefix))) must be letters and digits only")
+            return .invalid("the prefix \(JSONWriter.message(String(prefix))) must be letters and digits only")
         }
         guard prefix.unicodeScalars.count == 10 else {
-            return .invalid("the prefix \(JSONWriter.quoted(String(prefix))) has \(prefix.unicodeScalars.count) characters; a Team ID has 10")
+            return .invalid("the prefix \(JSONWriter.message(String(prefix))) has \(prefix.unicodeScalars.count) characters; a Team ID has 10")
         }
         guard !bundle.isEmpty else { return .invalid("the bundle ID after the prefix is missing") }
         if let bad = bundle.unicodeScalars.first(where: { !($0.isASCIIAlphanumeric || $0 == "-" || $0 == ".") }) {

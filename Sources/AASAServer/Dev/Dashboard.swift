@@ -253,7 +253,7 @@ enum Dashboard {
       body.replaceChildren();
       for (const f of data.fetches) {
         const agent = f.fetcher ? f.userAgent + " (" + (f.fetcher === "apple-cdn" ? "Apple CDN" : "device") + ")" : f.userAgent;
-        body.append(el("tr", { class: "fetch" }, el("td", {}, f.time), el("td", {}, f.client), el("td", {}, f.host), el("td", {}, f.status), el("td", {}, agent)));
+        body.append(el("tr", { class: "fetch" }, el("td", { title: f.time }, new Date(f.time).toLocaleTimeString()), el("td", {}, f.client), el("td", {}, f.host), el("td", {}, f.status), el("td", {}, agent)));
       }
       document.getElementById("no-fetches").hidden = data.fetches.length > 0;
     }

@@ -17,5 +17,7 @@ import Testing
         // The output parses back to the same string.
         let s = "tab\t é 😀 </script>"
         #expect(JSONParser.parse(Array(JSONWriter.quoted(s).utf8)).value?.stringValue == s)
+        // Messages for people keep markup readable.
+        #expect(JSONWriter.message("<a>&") == "\"<a>&\"")
     }
 }

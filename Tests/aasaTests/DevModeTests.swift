@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let wellKnown = "/.well-known/apple-app-site-association"
+
+private func mode(_ path: String) -> mode_t {
+    var st = stat()
+    stat(path, &st)
+    return st.st_mode & 0o777
+}
+
+/// Debian's Chromium, run headless (`make test` installs it).
+private let chromium = "/usr/bin/chromium"
+
+@Suite struct DevModeTests {
+    @Test func theDevelopmentChainVerifiesForEverySiteAndKeysArePrivate() throws {
+        let server = try ServerProcess(dev: true)
+        let ca = server.certs.appendingPathComponent("ca/ca.pem").path
+        let leaf = server.certs.appendingPathComponent("aasa-dev.crt").path
+        let verify = try Shell.run("/usr/bin/openssl", ["verify", "-CAfile", ca, leaf])
+        #expect(verify.stdout.contains(": OK"), "\(verify.stderr)")
+        for host in ["example.com", "www.example.com", "news.example.org", "localhost"] {
+            let r = try server.curlHTTPS(host: host, ca: ca)
+            #expect(r.status == 0, "\(host): \(r.stderr)")
+            #expect(RawHTTP.status(r.stdout) == (host == "localhost" ? 404 : 200))
+        }
+        let ip = try Shell.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca, "https://127.0.0.1:\(server.https)/"])
+        #expect(ip.stdout == "404", "127.0.0.1 is in the certificate: \(ip.stderr)")
+        #expect(mode(server.certs.appendingPathComponent("aasa-dev.key").path) == 0o600)
+        #expect(mode(server.certs.appendingPathComponent("ca/ca.key").path) == 0o600)
+        let text = try Shell.run("/usr/bin/openssl", ["x509", "-in", ca, "-noout", "-subject", "-ext", "basicConstraints"]).stdout
+        #expect(text.contains("aasa development CA"))
+        #expect(text.contains("CA:TRUE"))
+        // In development, caches are told not to keep the file.
+        #expect(RawHTTP.header("Cache-Control", in: try server.curlHTTPS(host: "example.com", ca: ca).stdout) == "no-cache")
+    }
+
+    @Test func theLeafIsReissuedWhenASiteIsAddedAndServedWithoutARestart() throws {
+        let server = try ServerProcess(dev: true)
+        let ca = server.certs.appendingPathComponent("ca/ca.pem").path
+        let caBefore = try String(contentsOfFile: ca, encoding: .utf8)
+        try server.directory.write("config/new.example.net/apple-app-site-association", exampleCom)
+        #expect(ServerProcess.waitFor(timeout: 5) { RawHTTP.status(try server.curlHTTPS(host: "new.example.net", ca: ca).stdout) == 200 })
+        #expect(try String(contentsOfFile: ca, encoding: .utf8) == caBefore, "the same CA signs the new leaf")
+        let leaf = try Shell.run("/usr/bin/openssl", ["x509", "-in", server.certs.appendingPathComponent("aasa-dev.crt").path, "-noout", "-ext", "subjectAltName"])
+        #expect(leaf.stdout.contains("DNS:new.example.net"))
+        #expect(server.process.isRunning)
+    }
+
+    @Test func theProfileCarriesTheSameCA() throws {
+        let server = try ServerProcess(dev: true)
+        let r = try RawHTTP.exchange(port: server.http, "GET /ca.mobileconfig HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.header("Content-Type", in: r) == "application/x-apple-aspen-config")
+        let profile = try server.directory.write("ca.mobileconfig", RawHTTP.body(r))
+        let check = """
+        import plistlib, ssl, sys
+        p = plistlib.load(open(sys.argv[1], 'rb'))
+        payload = p['PayloadContent'][0]
+        assert p['PayloadType'] == 'Configuration' and payload['PayloadType'] == 'com.apple.security.root'
+        pem = ssl.DER_cert_to_PEM_cert(payload['PayloadContent'])
+        print('same' if pem.strip() == open(sys.argv[2]).read().strip() else 'different')
+        """
+        let result = try Shell.run("/usr/bin/python3", ["-c", check, profile, server.certs.appendingPathComponent("ca/ca.pem").path])
+        #expect(result.stdout == "same\n", "\(result.stderr)")
+        let pem = try RawHTTP.exchange(port: server.http, "GET /ca.pem HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.body(pem) == (try String(contentsOf: server.certs.appendingPathComponent("ca/ca.pem"), encoding: .utf8)))
+    }
+
+    @Test func theAPIListsSitesFetchesAndMatches() throws {
+        let server = try ServerProcess(dev: true)
+        _ = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nUser-Agent: AASA-Bot/1.0.0\r\nConnection: close\r\n\r\n")
+        func api(_ path: String) throws -> [String: Any] {
+            let r = try RawHTTP.exchange(port: server.http, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            return try JSONSerialization.jsonObject(with: Data(RawHTTP.body(r).utf8)) as! [String: Any]
+        }
+        let sites = try #require(try api("/api/sites")["sites"] as? [[String: Any]])
+        let example = try #require(sites.first { $0["host"] as? String == "example.com" })
+        #expect(example["entitlements"] as? [String] == ["applinks:example.com?mode=developer", "webcredentials:example.com?mode=developer"])
+        let fetches = try #require(try api("/api/fetches")["fetches"] as? [[String: Any]])
+        #expect(fetches.first?["userAgent"] as? String == "AASA-Bot/1.0.0")
+        #expect(fetches.first?["fetcher"] as? String == "apple-cdn")
+        let match = try api("/api/match?url=https%3A%2F%2Fexample.com%2Fbuy%2F42")
+        let results = try #require(match["results"] as? [[String: Any]])
+        #expect(results.first?["decision"] as? String == "match")
+        #expect(results.first?["component"] as? Int == 0)
+        #expect(server.log.contains("applinks:*.example.org?mode=developer"), "entitlement lines printed at start")
+        #expect(server.log.contains("Associated Domains Development"))
+        // A configured host on the HTTP listener still gets its file, not the dashboard.
+        let site = try RawHTTP.exchange(port: server.http, "GET / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.status(site) == 404)
+    }
+
+    @Test func theDashboardWorksInARealBrowserAndShowsMarkupAsText() throws {
+        let hostile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/x", "<script>document.title='pwned'</script>": 1}]}]}}"#
+        let server = try ServerProcess(sites: ["example.com": exampleCom, "evil.example.com": hostile], dev: true)
+        _ = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nUser-Agent: AASA-Bot/1.0.0\r\nConnection: close\r\n\r\n")
+        let profile = server.directory.url.appendingPathComponent("chromium").path
+        let page = "http://127.0.0.1:\(server.http)/?url=https%3A%2F%2Fexample.com%2Fbuy%2F42"
+        let r = try Shell.run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=\(profile)",
+                                          "--virtual-time-budget=8000", "--dump-dom", page])
+        let dom = r.stdout
+        #expect(dom.contains("<title>aasa development server</title>"), "\(r.stderr.suffix(500))")
+        #expect(dom.contains("data-host=\"example.com\""))
+        #expect(dom.contains("data-host=\"evil.example.com\""))
+        #expect(dom.contains("applinks:example.com?mode=developer"))
+        #expect(dom.contains("AASA-Bot/1.0.0 (Apple CDN)"))
+        #expect(dom.contains("<td class=\"match\">match</td>"))
+        #expect(dom.contains("details[0], component 0"))
+        // The key with markup is shown as text, and never runs.
+        #expect(dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"))
+        #expect(!dom.contains("<title>pwned</title>"))
+    }
+
+    @Test func devCertsMakesAndKeepsCertificates() throws {
+        let dir = try TemporaryDirectory()
+        try dir.write("config/example.com/apple-app-site-association", exampleCom)
+        let out = dir.url.appendingPathComponent("out").path
+        let first = try AASABinary.run(["dev-certs", "--config", dir.url.appendingPathComponent("config").path, "--out", out, "--name", "extra.test"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("created"))
+        let san = try Shell.run("/usr/bin/openssl", ["x509", "-in", out + "/aasa-dev.crt", "-noout", "-ext", "subjectAltName"]).stdout
+        for name in ["DNS:localhost", "DNS:example.com", "DNS:extra.test", "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1"] {
+            #expect(san.contains(name), "\(san)")
+        }
+        #expect(mode(out + "/aasa-dev.key") == 0o600)
+        let second = try AASABinary.run(["dev-certs", "--config", dir.url.appendingPathComponent("config").path, "--out", out, "--name", "extra.test"])
+        #expect(second.stdout.contains("already covers"))
+    }
+}
