@@ -32,7 +32,7 @@ if ! podman image exists localhost/aasa-base-builder:bookworm; then
   cp /etc/resolv.conf "$work/builder/etc/resolv.conf"
   chroot "$work/builder" /bin/sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       binutils git gnupg2 libc6-dev libcurl4-openssl-dev libedit2 libgcc-12-dev libpython3-dev libsqlite3-0 \
-      libstdc++-12-dev libxml2-dev libz3-dev pkg-config tzdata zlib1g-dev libssl-dev libnghttp2-dev ca-certificates \
+      libstdc++-12-dev libxml2-dev libz3-dev libncurses6 pkg-config tzdata zlib1g-dev libssl-dev libnghttp2-dev ca-certificates \
       && rm -rf /var/lib/apt/lists/*'
   mkdir -p "$work/builder/opt"
   cp -a /opt/swift "$work/builder/opt/swift"
