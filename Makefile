@@ -13,22 +13,31 @@ DEBUG_BIN  := .build/debug/aasa
 FUZZ_DIR   := .build-fuzz
 FUZZ_TIME  ?= 30
 
-# System packages the build and the tests need, installed with apt when missing.
-SYSTEM_PACKAGES := libssl-dev libnghttp2-dev curl openssl python3 haproxy chromium
+# System packages, installed with apt when missing: what the build needs, and what the tests
+# talk to the server with (curl, openssl, haproxy, a headless browser).
+BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
+TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps clean lint-deploy container-check
+.PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps test-deps clean lint-deploy container-check
 
 all: build
 
-deps:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+define apt_install
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(BUILD_PACKAGES))
+
+test-deps: deps
+	$(call apt_install,$(TEST_PACKAGES))
 
 build: deps
 	$(SWIFT) build
@@ -43,7 +52,7 @@ run: build
 
 # The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
 # the count of tests, as "N passed, 0 failed".
-test: deps unit-test fuzz-smoke lint-deploy
+test: test-deps unit-test fuzz-smoke lint-deploy
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
 unit-test:
