@@ -14,6 +14,8 @@ RUN if ! dpkg-query -W libssl-dev libnghttp2-dev >/dev/null 2>&1; then \
 WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
+# SwiftPM wants every declared target's folder, tests included, even to build one product.
+COPY Tests ./Tests
 # The Swift standard library and Foundation are linked statically: the runtime stage needs no
 # Swift toolchain.
 RUN swift build -c release --static-swift-stdlib --product aasa \
