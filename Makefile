@@ -102,9 +102,13 @@ lint-deploy:
 container-check:
 	bash Scripts/container-check.sh
 
-bench:
-	@echo "make bench: the benchmark is not built yet (issue: performance)" >&2
-	@exit 1
+# aasa against nginx, side by side (bench/run.py); not part of `make test`. Takes ~10 minutes.
+BENCH_PACKAGES := nginx wrk nghttp2-client openssl python3
+bench: deps
+	$(call apt_install,$(BENCH_PACKAGES))
+	@pkill -x nginx 2>/dev/null || true
+	$(SWIFT) build -c release --product aasa
+	python3 bench/run.py
 
 clean:
 	rm -rf .build $(FUZZ_DIR)

@@ -46,6 +46,13 @@ public final class Server {
     public func run() -> Int32 {
         // SIGPIPE is ignored once, process-wide: a peer that goes away is an error from send(2).
         signal(SIGPIPE, SIG_IGN)
+        // Every connection is a descriptor: raise the soft limit to the hard one, so the default
+        // soft limit (often 1024) does not cap --max-connections.
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
         // The control thread takes these through signalfd; block them before any thread starts
         // so every thread inherits the mask.
         var signals = sigset_t()

@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""make bench: aasa against nginx, side by side on loopback, alternating A B A B.
+
+Measures throughput (wrk), resident memory (idle and with 10 000 idle TLS keep-alive
+connections), scale (10 000 sites against 3) and reload latency. Prints one table and writes
+bench/results/latest.json. Every loop is bounded; every server is stopped at the end.
+"""
+import asyncio, json, os, random, re, resource, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, threading, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+DURATION = int(os.environ.get("BENCH_SECONDS", "5"))
+IDLE_CONNECTIONS = int(os.environ.get("BENCH_IDLE_CONNECTIONS", "10000"))
+SCALE_SITES = int(os.environ.get("BENCH_SITES", "10000"))
+AASA = os.path.join(ROOT, ".build", "release", "aasa")
+PATH = "/.well-known/apple-app-site-association"
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def free_port():
+    while True:
+        port = random.randint(20000, 29999)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                pass
+
+
+def small_file():
+    """About 700 bytes: a realistic file for two apps."""
+    comps = [{"/": f"/section{i}/*", "comment": f"Section {i} pages"} for i in range(6)]
+    doc = {"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app", "ABCDE12345.com.example.beta"], "components": comps}]},
+           "webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}
+    return json.dumps(doc, indent=1)
+
+
+def big_file(size=100_000):
+    """About 100 KB, valid, under the 128 KB limit."""
+    comps = []
+    doc = {"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": comps}]}}
+    i = 0
+    while len(json.dumps(doc)) < size:
+        comps.append({"/": f"/products/category-{i}/item/*", "comment": f"Category {i} product pages and their variants"})
+        i += 1
+    return json.dumps(doc)
+
+
+def rss_kb(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def children(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+class Workdir:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="aasa-bench-")
+        self.certs = os.path.join(self.dir, "certs")
+        self.config = os.path.join(self.dir, "config")
+        os.makedirs(self.certs)
+        for host, body in (("bench.example", small_file()), ("big.example", big_file()), ("www.bench.example", small_file())):
+            os.makedirs(os.path.join(self.config, host))
+            with open(os.path.join(self.config, host, "apple-app-site-association"), "w") as f:
+                f.write(body)
+        key, crt = os.path.join(self.certs, "bench.key"), os.path.join(self.certs, "bench.crt")
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+             "-out", crt, "-days", "30", "-subj", "/CN=bench.example",
+             "-addext", "subjectAltName=DNS:bench.example,DNS:www.bench.example,DNS:big.example,DNS:*.bench.example,DNS:localhost,IP:127.0.0.1"])
+        os.chmod(key, 0o600)
+        self.key, self.crt = key, crt
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Server:
+    """One server under test: start, ports, pids, stop."""
+    name = ""
+
+    def urls(self):
+        return {"https": f"https://127.0.0.1:{self.https}", "http": f"http://127.0.0.1:{self.http}"}
+
+    def pids(self):
+        return [self.proc.pid] + children(self.proc.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Aasa(Server):
+    name = "aasa"
+
+    def __init__(self, work, config=None):
+        self.https, self.http, self.admin = free_port(), free_port(), free_port()
+        self.started = time.monotonic()
+        self.log = open(os.path.join(work.dir, "aasa.err"), "w")
+        self.proc = subprocess.Popen([AASA, "serve", "--config", config or work.config, "--certs", work.certs,
+                                      "--https", f"127.0.0.1:{self.https}", "--http", f"127.0.0.1:{self.http}",
+                                      "--admin", f"127.0.0.1:{self.admin}", "--workers", "2", "--max-connections", "20000"],
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        self.ready_seconds = wait_ready(self.admin, "/readyz", self.started)
+
+
+class Nginx(Server):
+    name = "nginx"
+
+    def __init__(self, work):
+        self.https, self.http = free_port(), free_port()
+        prefix = os.path.join(work.dir, "nginx")
+        os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
+        servers = ""
+        for host in ("bench.example", "big.example", "www.bench.example"):
+            servers += f"""
+  server {{
+    listen 127.0.0.1:{self.https} ssl {"default_server" if host == "bench.example" else ""};
+    listen 127.0.0.1:{self.http} {"default_server" if host == "bench.example" else ""};
+    server_name {host};
+    ssl_certificate {work.crt};
+    ssl_certificate_key {work.key};
+    location = {PATH} {{
+      default_type application/json;
+      alias {work.config}/{host}/apple-app-site-association;
+      add_header Cache-Control "public, max-age=3600";
+      add_header X-Content-Type-Options nosniff;
+    }}
+    location / {{ return 404; }}
+  }}"""
+        conf = f"""
+user root;
+worker_processes 2;
+worker_rlimit_nofile 30000;
+pid {prefix}/nginx.pid;
+error_log {prefix}/logs/error.log error;
+daemon off;
+events {{ worker_connections 20000; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 60s;
+  sendfile on;
+  tcp_nodelay on;
+  ssl_protocols TLSv1.2 TLSv1.3;
+  ssl_session_cache shared:SSL:10m;
+  ssl_session_tickets on;
+  etag on;
+  {servers}
+}}
+"""
+        path = os.path.join(prefix, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(["nginx", "-c", path, "-p", prefix], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.ready_seconds = wait_ready(self.http, PATH, self.started, host="bench.example")
+
+
+def wait_ready(port, path, started, host="localhost"):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+                if s.recv(12).startswith(b"HTTP/1.1 200"):
+                    return time.monotonic() - started
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise RuntimeError(f"server on {port} did not become ready")
+
+
+def wrk(url, host, connections, extra=(), duration=DURATION):
+    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-H", f"Host: {host}", *extra, url + PATH]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60).stdout
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    errors = 0
+    for pattern in (r"Non-2xx or 3xx responses: (\d+)", r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)"):
+        e = re.search(pattern, out)
+        if e:
+            errors += sum(int(g) for g in e.groups())
+    return (float(m.group(1)) if m else 0.0), errors
+
+
+THROUGHPUT = [
+    ("https_keepalive_rps", "HTTPS keep-alive, 700 B (req/s)", "https", "bench.example", 64, ()),
+    ("https_new_connection_rps", "HTTPS new TLS connection per request (req/s)", "https", "bench.example", 16, ("-H", "Connection: close")),
+    ("http_keepalive_rps", "HTTP keep-alive, 700 B (req/s)", "http", "bench.example", 64, ()),
+    ("https_100kb_rps", "HTTPS keep-alive, 100 KB (req/s)", "https", "big.example", 16, ()),
+]
+
+
+async def hold_tls_connections(port, count, host):
+    """Opens `count` TLS connections, sends one request on each, keeps them open."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    sem = asyncio.Semaphore(200)
+    writers = []
+
+    async def one():
+        async with sem:
+            for _ in range(3):
+                try:
+                    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port, ssl=ctx, server_hostname=host), 20)
+                    writer.write(f"GET {PATH} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                    await writer.drain()
+                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+                    length = int(re.search(rb"Content-Length: (\d+)", head, re.I).group(1))
+                    await reader.readexactly(length)
+                    writers.append(writer)
+                    return
+                except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ssl.SSLError):
+                    await asyncio.sleep(0.1)
+
+    await asyncio.gather(*(one() for _ in range(count)))
+    return writers
+
+
+def idle_memory(server):
+    async def main():
+        writers = await hold_tls_connections(server.https, IDLE_CONNECTIONS, "bench.example")
+        await asyncio.sleep(1)
+        rss = rss_kb(server.pids())
+        for w in writers:
+            w.close()
+        return rss, len(writers)
+    return asyncio.run(main())
+
+
+def reload_latency(server, work, edits=100):
+    """Time from a file's write to the first response with the new content."""
+    path = os.path.join(work.config, "bench.example", "apple-app-site-association")
+    original = open(path).read()
+    times = []
+    sock = socket.create_connection(("127.0.0.1", server.http))
+    sock.settimeout(5)
+
+    def fetch():
+        sock.sendall(f"GET {PATH} HTTP/1.1\r\nHost: bench.example\r\n\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"Content-Length: (\d+)", head, re.I).group(1))
+        while len(body) < length:
+            body += sock.recv(65536)
+        return body
+
+    try:
+        for i in range(edits):
+            marker = f"edit-{i}-{random.random()}"
+            doc = json.loads(original)
+            doc["applinks"]["details"][0]["components"][0]["comment"] = marker
+            tmp = path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(json.dumps(doc))
+            start = time.monotonic()
+            os.rename(tmp, path)
+            while marker.encode() not in fetch():
+                if time.monotonic() - start > 5:
+                    break
+                time.sleep(0.0005)
+            times.append(time.monotonic() - start)
+    finally:
+        sock.close()
+        with open(path, "w") as f:
+            f.write(original)
+    times.sort()
+    return times[len(times) // 2] * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
+
+
+def rewrite_under_load(server, work):
+    """wrk for 10 s while the file is rewritten 10 times a second: throughput and errors."""
+    path = os.path.join(work.config, "bench.example", "apple-app-site-association")
+    original = open(path).read()
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            doc = json.loads(original)
+            doc["applinks"]["details"][0]["components"][0]["comment"] = f"rewrite {i}"
+            with open(path + ".tmp", "w") as f:
+                f.write(json.dumps(doc))
+            os.rename(path + ".tmp", path)
+            i += 1
+            stop.wait(0.1)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        rps, errors = wrk(server.urls()["http"], "bench.example", 32, duration=10)
+    finally:
+        stop.set()
+        t.join()
+        with open(path, "w") as f:
+            f.write(original)
+    return rps, errors
+
+
+def scale(work):
+    """aasa with SCALE_SITES sites against 3: start-up, memory, keep-alive throughput."""
+    config = os.path.join(work.dir, "config-scale")
+    body = small_file()
+    for i in range(SCALE_SITES):
+        d = os.path.join(config, f"site{i}.bench.example")
+        os.makedirs(d)
+        with open(os.path.join(d, "apple-app-site-association"), "w") as f:
+            f.write(body)
+    results = {}
+    for label, cfg in (("3", work.config), (str(SCALE_SITES), config)):
+        server = Aasa(work, config=cfg)
+        try:
+            host = "bench.example" if label == "3" else f"site{SCALE_SITES // 2}.bench.example"
+            rps = statistics.median(wrk(server.urls()["https"], host, 64)[0] for _ in range(ROUNDS))
+            results[label] = {"startup_s": server.ready_seconds, "rss_kb": rss_kb(server.pids()), "https_keepalive_rps": rps}
+        finally:
+            server.stop()
+    return results
+
+
+def summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+
+
+def main():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (30000, 30000))
+    work = Workdir()
+    results = {"machine": {"cores": os.cpu_count(), "rounds": ROUNDS, "seconds_per_run": DURATION}, "aasa": {}, "nginx": {}}
+    try:
+        raw = {"aasa": {k[0]: [] for k in THROUGHPUT}, "nginx": {k[0]: [] for k in THROUGHPUT}}
+        idle = {"aasa": [], "nginx": []}
+        # A B A B …: each round starts both servers afresh, so drift on this shared machine hits both.
+        for r in range(ROUNDS):
+            for kind in (Aasa, Nginx):
+                server = kind(work)
+                try:
+                    idle[server.name].append(rss_kb(server.pids()))
+                    for key, _, scheme, host, conns, extra in THROUGHPUT:
+                        rps, errors = wrk(server.urls()[scheme], host, conns, extra)
+                        raw[server.name][key].append(rps)
+                        print(f"round {r + 1} {server.name:5} {key:26} {rps:10.0f} req/s  errors {errors}", flush=True)
+                finally:
+                    server.stop()
+        for name in ("aasa", "nginx"):
+            for key in raw[name]:
+                results[name][key] = summary(raw[name][key])
+            results[name]["rss_idle_kb"] = summary(idle[name])
+
+        for kind in (Aasa, Nginx):
+            server = kind(work)
+            try:
+                rss, opened = idle_memory(server)
+                results[server.name]["rss_10k_idle_tls_kb"] = summary([rss])
+                results[server.name]["idle_tls_connections_opened"] = opened
+                print(f"{server.name:5} RSS with {opened} idle TLS connections: {rss} kB", flush=True)
+            finally:
+                server.stop()
+
+        server = Aasa(work)
+        try:
+            p50, p99 = reload_latency(server, work)
+            rps, errors = rewrite_under_load(server, work)
+            results["aasa"]["reload_p50_ms"] = summary([p50])
+            results["aasa"]["reload_p99_ms"] = summary([p99])
+            results["aasa"]["rewrite_load_rps"] = summary([rps])
+            results["aasa"]["rewrite_load_errors"] = summary([errors])
+            print(f"aasa  reload p50 {p50:.1f} ms p99 {p99:.1f} ms; under rewrites {rps:.0f} req/s, {errors} errors", flush=True)
+        finally:
+            server.stop()
+
+        results["aasa"]["scale"] = scale(work)
+    finally:
+        work.cleanup()
+
+    rows = [(label, key) for key, label, *_ in THROUGHPUT] + [
+        ("RSS idle (kB)", "rss_idle_kb"), (f"RSS, {IDLE_CONNECTIONS} idle TLS connections (kB)", "rss_10k_idle_tls_kb")]
+    lines = [f"{'figure':52} {'aasa median (range)':>30} {'nginx median (range)':>30} {'aasa/nginx':>10}"]
+    for label, key in rows:
+        a, n = results["aasa"][key], results["nginx"][key]
+        lines.append(f"{label:52} {a['median']:>12.0f} ({a['min']:.0f}–{a['max']:.0f}) {n['median']:>14.0f} ({n['min']:.0f}–{n['max']:.0f}) {a['median'] / n['median']:>10.2f}")
+    s = results["aasa"]["scale"]
+    big = str(SCALE_SITES)
+    lines += [
+        f"{'aasa start-up, 3 / ' + big + ' sites (s)':52} {s['3']['startup_s']:>12.3f} / {s[big]['startup_s']:.3f}",
+        f"{'aasa RSS, 3 / ' + big + ' sites (kB)':52} {s['3']['rss_kb']:>12} / {s[big]['rss_kb']}",
+        f"{'aasa HTTPS keep-alive, 3 / ' + big + ' sites (req/s)':52} {s['3']['https_keepalive_rps']:>12.0f} / {s[big]['https_keepalive_rps']:.0f}"
+        f"   ratio {s[big]['https_keepalive_rps'] / s['3']['https_keepalive_rps']:.2f}",
+        f"{'aasa reload, write to new content p50 / p99 (ms)':52} {results['aasa']['reload_p50_ms']['median']:>12.1f} / {results['aasa']['reload_p99_ms']['median']:.1f}",
+        f"{'aasa HTTP under 10 rewrites/s (req/s, errors)':52} {results['aasa']['rewrite_load_rps']['median']:>12.0f}, {results['aasa']['rewrite_load_errors']['median']:.0f} errors",
+    ]
+    table = "\n".join(lines)
+    print("\n" + table)
+    results["table"] = table
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench", "results", "latest.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print("\nwritten to bench/results/latest.json")
+
+
+if __name__ == "__main__":
+    main()
