@@ -44,13 +44,16 @@ if ! podman image exists localhost/aasa-base-builder:bookworm; then
     - localhost/aasa-base-builder:bookworm
 fi
 
-podman build --isolation=chroot \
+podman build --isolation=chroot --format docker \
   --build-arg BUILDER_IMAGE=localhost/aasa-base-builder:bookworm \
   --build-arg RUNTIME_IMAGE=localhost/aasa-base-runtime:bookworm \
   -t localhost/aasa:check .
 
 # The image's config, as podman sees it.
-podman image inspect localhost/aasa:check --format '{{.Config.User}} {{.Config.Entrypoint}} {{.Config.ExposedPorts}} {{json .Config.Healthcheck}}'
+# HEALTHCHECK is kept only in the docker image format (hence --format docker above).
+config=$(podman image inspect localhost/aasa:check --format '{{.Config.User}} {{.Config.Entrypoint}} {{json .Config.Healthcheck}}')
+echo "$config"
+case "$config" in *'"aasa","health"'*) ;; *) echo 'no HEALTHCHECK running aasa health in the image'; exit 1 ;; esac
 
 rm -rf "$work/image" && mkdir -p "$work/image"
 id=$(podman create localhost/aasa:check)
