@@ -149,7 +149,7 @@ class Nginx(Server):
         conf = f"""
 user root;
 worker_processes 2;
-worker_rlimit_nofile 30000;
+worker_rlimit_nofile 19000;
 pid {prefix}/nginx.pid;
 error_log {prefix}/logs/error.log error;
 daemon off;
@@ -344,7 +344,10 @@ def summary(values):
 
 
 def main():
-    resource.setrlimit(resource.RLIMIT_NOFILE, (30000, 30000))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if hard < IDLE_CONNECTIONS + 1000:
+        sys.exit(f"the open-file limit ({hard}) is below {IDLE_CONNECTIONS + 1000}: raise it (ulimit -Hn) or set BENCH_IDLE_CONNECTIONS")
     work = Workdir()
     results = {"machine": {"cores": os.cpu_count(), "rounds": ROUNDS, "seconds_per_run": DURATION}, "aasa": {}, "nginx": {}}
     try:

@@ -39,7 +39,7 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The request target as sent.
     public var target: String
     /// The path of the target, without the query: `/.well-known/apple-app-site-association`.
-    public var path: Substring
+    public var path: String
     /// From the absolute-form target, else the `Host` field: lower case, no port, no trailing dot.
     public var host: String?
     public var version: HTTPVersion
@@ -54,7 +54,7 @@ public struct HTTPRequest: Sendable, Equatable {
     /// connection closes after the response.
     public var hasUnframedBody: Bool
 
-    public init(method: HTTPMethod, target: String, path: Substring, host: String?, version: HTTPVersion,
+    public init(method: HTTPMethod, target: String, path: String, host: String?, version: HTTPVersion,
                 keepAlive: Bool, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil,
                 userAgent: String? = nil, contentLength: Int = 0, hasUnframedBody: Bool = false) {
         self.method = method
@@ -181,33 +181,39 @@ public struct RequestParser: Sendable {
         let version: HTTPVersion = minor == 0 ? .http10 : .http11
 
         let method: HTTPMethod
-        switch String(decoding: methodBytes, as: UTF8.self) {
-        case "GET": method = .get
-        case "HEAD": method = .head
-        case let other: method = .other(other)
+        if methodBytes.elementsEqual("GET".utf8) {
+            method = .get
+        } else if methodBytes.elementsEqual("HEAD".utf8) {
+            method = .head
+        } else {
+            method = .other(String(decoding: methodBytes, as: UTF8.self))
         }
 
-        let target = String(decoding: targetBytes, as: UTF8.self)
-        var path: Substring
+        // The path is found on bytes: routing compares it, and only the target is kept whole
+        // (for the log). Strings are made once, at the end.
+        var pathStart = targetBytes.startIndex
         var targetHost: String?
-        if target.hasPrefix("/") {
-            path = target[...]
-        } else if target == "*" {
-            path = target[...]
-        } else if let rest = RequestParser.dropScheme(target) {
+        if targetBytes.first == UInt8(ascii: "/") || targetBytes.elementsEqual(CollectionOfOne(UInt8(ascii: "*"))) {
+            // origin-form or asterisk-form
+        } else if let schemeLength = RequestParser.schemeLength(targetBytes) {
             // absolute-form (RFC 9112 §3.2.2): the host in the target wins over Host.
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-            let authority = rest[..<authorityEnd]
-            guard let host = RequestParser.normalizeHost(authority) else {
+            let authorityStart = targetBytes.startIndex + schemeLength
+            var authorityEnd = authorityStart
+            while authorityEnd < targetBytes.endIndex, targetBytes[authorityEnd] != UInt8(ascii: "/"), targetBytes[authorityEnd] != UInt8(ascii: "?") {
+                authorityEnd += 1
+            }
+            guard let host = RequestParser.normalizeHost(UnsafeBufferPointer(rebasing: line[authorityStart..<authorityEnd])) else {
                 return .error(HTTPError(.badRequest, "invalid host in the request target"))
             }
             targetHost = host
-            path = authorityEnd == rest.endIndex ? "/" : rest[authorityEnd...]
-            if path.hasPrefix("?") { path = "/" }
+            pathStart = authorityEnd
         } else {
             return .error(HTTPError(.badRequest, "unsupported request target form"))
         }
-        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
+        var pathEnd = pathStart
+        while pathEnd < targetBytes.endIndex, line[pathEnd] != UInt8(ascii: "?"), line[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
+        let path = pathEnd == pathStart ? "/" : String(decoding: line[pathStart..<pathEnd], as: UTF8.self)
+        let target = String(decoding: targetBytes, as: UTF8.self)
 
         // Header fields.
         var hostField: String?
@@ -242,7 +248,7 @@ public struct RequestParser: Sendable {
             var ve = field.count
             while vs < ve, field[vs] == 0x20 || field[vs] == 0x09 { vs += 1 }
             while ve > vs, field[ve - 1] == 0x20 || field[ve - 1] == 0x09 { ve -= 1 }
-            let valueBytes = field[vs..<ve]
+            let valueBytes = UnsafeBufferPointer(rebasing: field[vs..<ve])
             guard valueBytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else {
                 return .error(HTTPError(.badRequest, "control character in a header field value"))
             }
@@ -250,7 +256,7 @@ public struct RequestParser: Sendable {
             if RequestParser.equalsIgnoringCase(name, "host") {
                 hostCount += 1
                 guard hostCount == 1 else { return .error(HTTPError(.badRequest, "more than one Host field")) }
-                guard let h = RequestParser.normalizeHost(String(decoding: valueBytes, as: UTF8.self)[...]) else {
+                guard let h = RequestParser.normalizeHost(valueBytes) else {
                     return .error(HTTPError(.badRequest, "invalid Host field"))
                 }
                 hostField = h
@@ -263,10 +269,9 @@ public struct RequestParser: Sendable {
             } else if RequestParser.equalsIgnoringCase(name, "transfer-encoding") {
                 transferEncoding = true
             } else if RequestParser.equalsIgnoringCase(name, "connection") {
-                for token in String(decoding: valueBytes, as: UTF8.self).split(separator: ",") {
-                    let t = token.trimmingCharacters(in: " \t").lowercased()
-                    if t == "close" { connectionClose = true }
-                    if t == "keep-alive" { connectionKeepAlive = true }
+                RequestParser.forEachToken(valueBytes) { token in
+                    if RequestParser.equalsIgnoringCase(token, "close") { connectionClose = true }
+                    if RequestParser.equalsIgnoringCase(token, "keep-alive") { connectionKeepAlive = true }
                 }
             } else if RequestParser.equalsIgnoringCase(name, "if-none-match") {
                 ifNoneMatch = String(decoding: valueBytes, as: UTF8.self)
@@ -309,7 +314,7 @@ public struct RequestParser: Sendable {
 
     static func digit(_ b: UInt8) -> Int? { b >= 0x30 && b <= 0x39 ? Int(b - 0x30) : nil }
 
-    static func equalsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ lower: StaticString) -> Bool {
+    static func equalsIgnoringCase<C: Collection<UInt8>>(_ bytes: C, _ lower: StaticString) -> Bool {
         guard bytes.count == lower.utf8CodeUnitCount else { return false }
         let l = lower.utf8Start
         var i = 0
@@ -321,39 +326,65 @@ public struct RequestParser: Sendable {
         return true
     }
 
-    static func dropScheme(_ target: String) -> Substring? {
-        for scheme in ["http://", "https://"] where target.count > scheme.count {
-            if target.prefix(scheme.count).lowercased() == scheme { return target.dropFirst(scheme.count) }
+    /// Calls `body` with each comma-separated token of a field value, white space trimmed.
+    static func forEachToken(_ value: UnsafeBufferPointer<UInt8>, _ body: (Slice<UnsafeBufferPointer<UInt8>>) -> Void) {
+        var start = 0
+        while start <= value.count {
+            var end = start
+            while end < value.count, value[end] != UInt8(ascii: ",") { end += 1 }
+            var s = start
+            var e = end
+            while s < e, value[s] == 0x20 || value[s] == 0x09 { s += 1 }
+            while e > s, value[e - 1] == 0x20 || value[e - 1] == 0x09 { e -= 1 }
+            if s < e { body(value[s..<e]) }
+            start = end + 1
+        }
+    }
+
+    /// The length of an `http://` or `https://` prefix (any case), or nil.
+    static func schemeLength(_ target: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
+        for (scheme, length) in [("http://", 7), ("https://", 8)] where target.count > length {
+            if zip(target.prefix(length), scheme.utf8).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }) { return length }
         }
         return nil
     }
 
     /// `Host` (RFC 9110 §7.2): a host name or IP literal with an optional port. Returns it lower
     /// case without the port and without a trailing dot, or nil when it is not a valid host.
-    public static func normalizeHost(_ value: Substring) -> String? {
-        var host = value
-        if let at = host.lastIndex(of: "@") { host = host[host.index(after: at)...] }
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return nil }
-            let after = host[host.index(after: close)...]
-            guard after.isEmpty || (after.hasPrefix(":") && after.dropFirst().allSatisfy(\.isASCIIDigit)) else { return nil }
-            let literal = host[...close]
-            guard literal.dropFirst().dropLast().allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
-            return literal.lowercased()
+    public static func normalizeHost(_ value: String) -> String? {
+        Array(value.utf8).withUnsafeBufferPointer { normalizeHost($0) }
+    }
+
+    static func normalizeHost(_ value: UnsafeBufferPointer<UInt8>) -> String? {
+        var start = 0
+        var end = value.count
+        if let at = value.lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }
+        if start < end, value[start] == UInt8(ascii: "[") {
+            guard let close = value[start..<end].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            let after = value[(close + 1)..<end]
+            guard after.isEmpty || (after.first == UInt8(ascii: ":") && after.dropFirst().allSatisfy { $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            guard close > start + 1, value[(start + 1)..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return nil }
+            return String(decoding: value[start...close].map(lower), as: UTF8.self)
         }
-        if let colon = host.firstIndex(of: ":") {
-            guard host[host.index(after: colon)...].allSatisfy(\.isASCIIDigit) else { return nil }
-            host = host[..<colon]
+        if let colon = value[start..<end].firstIndex(of: UInt8(ascii: ":")) {
+            guard value[(colon + 1)..<end].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            end = colon
         }
-        while host.hasSuffix(".") { host = host.dropLast() }
-        guard !host.isEmpty, host.utf8.allSatisfy({ isTokenChar($0) && $0 != UInt8(ascii: "/") }) else { return nil }
-        return host.lowercased()
+        while end > start, value[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        guard end > start, value[start..<end].allSatisfy({ isTokenChar($0) && $0 != UInt8(ascii: "/") }) else { return nil }
+        if !value[start..<end].contains(where: { $0 >= 0x41 && $0 <= 0x5A }) {
+            return String(decoding: value[start..<end], as: UTF8.self)
+        }
+        return String(decoding: value[start..<end].map(lower), as: UTF8.self)
+    }
+
+    private static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || ((b | 0x20) >= 0x61 && (b | 0x20) <= 0x66)
     }
 }
 
-extension Character {
-    var isASCIIDigit: Bool { isASCII && isNumber }
-}
 
 extension StringProtocol {
     func trimmingCharacters(in set: String) -> Substring {

@@ -46,8 +46,9 @@ public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible 
 /// Finds the site for a host: the exact name first, then the most specific wildcard
 /// (`a.b.example.org` prefers `*.b.example.org` to `*.example.org`).
 public struct SiteIndex<Value: Sendable>: Sendable {
-    private var exact: [String: Value] = [:]
-    private var wildcards: [String: Value] = [:]
+    // Each entry keeps its name, so a lookup returns it without building or parsing one.
+    private var exact: [String: (name: SiteName, value: Value)] = [:]
+    private var wildcards: [String: (name: SiteName, value: Value)] = [:]
 
     public init() {}
 
@@ -56,9 +57,10 @@ public struct SiteIndex<Value: Sendable>: Sendable {
     }
 
     public subscript(name: SiteName) -> Value? {
-        get { name.isWildcard ? wildcards[name.host] : exact[name.host] }
+        get { name.isWildcard ? wildcards[name.host]?.value : exact[name.host]?.value }
         set {
-            if name.isWildcard { wildcards[name.host] = newValue } else { exact[name.host] = newValue }
+            let entry = newValue.map { (name: name, value: $0) }
+            if name.isWildcard { wildcards[name.host] = entry } else { exact[name.host] = entry }
         }
     }
 
@@ -67,13 +69,13 @@ public struct SiteIndex<Value: Sendable>: Sendable {
 
     /// The site that serves `host`, with the name it was found under.
     public func lookup(_ host: String) -> (name: SiteName, value: Value)? {
-        if let v = exact[host], let name = SiteName(host) { return (name, v) }
+        if let entry = exact[host] { return entry }
         guard !wildcards.isEmpty else { return nil }
         // Drop one label at a time: the longest suffix, hence the most specific wildcard, comes first.
         var rest = Substring(host)
-        while let dot = rest.firstIndex(of: ".") {
-            rest = rest[rest.index(after: dot)...]
-            if let v = wildcards[String(rest)], let name = SiteName("*." + rest) { return (name, v) }
+        while let dot = rest.utf8.firstIndex(of: UInt8(ascii: ".")) {
+            rest = rest[rest.utf8.index(after: dot)...]
+            if let entry = wildcards[String(rest)] { return entry }
         }
         return nil
     }

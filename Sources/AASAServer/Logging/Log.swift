@@ -59,17 +59,25 @@ public enum ConsoleOutput {
 
     public static func write(_ text: String, to fd: Int32) {
         var text = text
+        text.withUTF8 { write(UnsafeRawBufferPointer($0), to: fd) }
+    }
+
+    public static func write(_ bytes: [UInt8], to fd: Int32) {
+        bytes.withUnsafeBytes { write($0, to: fd) }
+    }
+
+    static func write(_ raw: UnsafeRawBufferPointer, to fd: Int32) {
+        let buffer = raw.bindMemory(to: UInt8.self)
+        guard !buffer.isEmpty else { return }
         lock.withLock { _ in
-            text.withUTF8 { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        return
-                    }
-                    offset += n
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return
                 }
+                offset += n
             }
         }
     }

@@ -434,7 +434,7 @@ final class EventLoop: @unchecked Sendable {
                 }
                 if c.kind != .admin {
                     record(c, status: status, site: siteLabel, host: request.host ?? "", method: request.method.text,
-                           path: String(request.target.prefix(2048)), bytes: bytes, userAgent: request.userAgent ?? "",
+                           path: request.target.utf8.count <= 2048 ? request.target : String(request.target.prefix(2048)), bytes: bytes, userAgent: request.userAgent ?? "",
                            proto: request.version.text)
                 }
                 c.requestsServed += 1
