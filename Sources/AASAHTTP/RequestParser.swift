@@ -108,7 +108,18 @@ public struct RequestParser: Sendable {
         let bytes = input.bindMemory(to: UInt8.self)
         var i = scanned
         while i < bytes.count {
+            // Skip ordinary bytes quickly; only CR and LF change the state.
             let b = bytes[i]
+            if b != 0x0A && b != 0x0D {
+                if requestLineEnd == nil, i - lineStart >= limits.maxRequestLine {
+                    return .error(HTTPError(.uriTooLong, "request line longer than \(limits.maxRequestLine) bytes"))
+                }
+                if requestLineEnd != nil, i - lineStart >= limits.maxHeaderBytes {
+                    return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
+                }
+                i += 1
+                continue
+            }
             if b == 0x0A {
                 guard i > 0, bytes[i - 1] == 0x0D else {
                     return .error(HTTPError(.badRequest, "bare LF as a line ending"))
@@ -117,6 +128,9 @@ public struct RequestParser: Sendable {
                     if i - 1 == lineStart {
                         // RFC 9112 §2.2: empty lines before the request line are ignored.
                         lineStart = i + 1
+                        if lineStart > limits.maxHeaderBytes {
+                            return .error(HTTPError(.badRequest, "too many empty lines before the request"))
+                        }
                     } else {
                         requestLineEnd = i - 1
                     }
@@ -129,17 +143,11 @@ public struct RequestParser: Sendable {
                         return .error(HTTPError(.requestHeaderFieldsTooLarge, "more than \(limits.maxHeaderFields) header fields"))
                     }
                 }
-            } else if b == 0x0D, i + 1 < bytes.count, bytes[i + 1] != 0x0A {
+            } else if i + 1 < bytes.count, bytes[i + 1] != 0x0A {
                 return .error(HTTPError(.badRequest, "bare CR in the request head"))
-            }
-            if requestLineEnd == nil, i - lineStart >= limits.maxRequestLine {
-                return .error(HTTPError(.uriTooLong, "request line longer than \(limits.maxRequestLine) bytes"))
             }
             if requestLineEnd != nil, i - lineStart >= limits.maxHeaderBytes {
                 return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
-            }
-            if lineStart > limits.maxHeaderBytes {
-                return .error(HTTPError(.badRequest, "too many empty lines before the request"))
             }
             i += 1
         }
@@ -302,15 +310,16 @@ public struct RequestParser: Sendable {
 
     // MARK: - Helpers
 
-    /// RFC 9110 §5.6.2 tchar.
-    static func isTokenChar(_ b: UInt8) -> Bool {
+    /// RFC 9110 §5.6.2 tchar, as a table: it is asked for every byte of every field name.
+    private static let tokenTable: [Bool] = (0..<256).map { b in
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        case 0x61...0x7A, 0x41...0x5A, 0x30...0x39: return true
+        default: return "!#$%&'*+-.^_`|~".utf8.contains(UInt8(b))
         }
     }
+
+    @inline(__always)
+    static func isTokenChar(_ b: UInt8) -> Bool { tokenTable[Int(b)] }
 
     static func digit(_ b: UInt8) -> Int? { b >= 0x30 && b <= 0x39 ? Int(b - 0x30) : nil }
 

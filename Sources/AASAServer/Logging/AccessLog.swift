@@ -109,27 +109,25 @@ struct AccessLog {
     }
 
     private mutating func appendDigits(_ n: Int, width: Int) {
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
         var v = max(0, n)
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-                count += 1
-            } while v > 0 && count < 20
-            while count < width && count < 20 {
-                buffer[count] = UInt8(ascii: "0")
-                count += 1
-            }
-            for i in stride(from: count - 1, through: 0, by: -1) { pending.append(buffer[i]) }
+        var divisor = 1
+        var digits = 1
+        while v / divisor >= 10 { divisor *= 10; digits += 1 }
+        for _ in digits..<max(digits, width) { pending.append(UInt8(ascii: "0")) }
+        while divisor > 0 {
+            pending.append(UInt8(ascii: "0") + UInt8(v / divisor))
+            v %= divisor
+            divisor /= 10
         }
     }
 
     /// Appends text for a quoted log field: `"` and `\` escaped, control characters as `\xNN`,
     /// so a client cannot forge a log line.
     private mutating func appendEscaped(_ text: String) {
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            pending.append(contentsOf: text.utf8)
+            return
+        }
         for b in text.utf8 {
             switch b {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
