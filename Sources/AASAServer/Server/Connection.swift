@@ -56,6 +56,8 @@ final class Connection {
     /// Body bytes of the current request still to be read and discarded.
     var discardBody = 0
     var closeAfterFlush = false
+    /// The last request said `Connection: close` (or was HTTP/1.0 without keep-alive).
+    var clientAskedToClose = false
 
     /// When the request head now being received started, or nil between requests.
     var headStarted: Int64?

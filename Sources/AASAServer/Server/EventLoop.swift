@@ -271,22 +271,6 @@ final class EventLoop: @unchecked Sendable {
 
     private func handshake(_ c: Connection) {
         guard let ssl = c.ssl else { return }
-        // Plain HTTP sent to the TLS port: answer in plain HTTP, as nginx does, then close.
-        if c.handshakeStore != nil, SSL_in_before(ssl) == 1 {
-            var first: UInt8 = 0
-            let n = recv(c.fd, &first, 1, Int32(MSG_PEEK))
-            if n == 1, first >= UInt8(ascii: "A") && first <= UInt8(ascii: "Z") {
-                SSL_free(ssl)
-                c.ssl = nil
-                c.phase = .open
-                state.metrics.tlsHandshakeErrors.add(1, ordering: .relaxed)
-                Responder.simple(.badRequest, "this port speaks HTTPS; plain HTTP was sent\n", request: nil, date: date, into: &c.output)
-                c.closeAfterFlush = true
-                _ = flush(c)
-                if connection(c.fd) === c { updateInterest(c) }
-                return
-            }
-        }
         TLSError.clearQueue()
         let r = SSL_do_handshake(ssl)
         if r == 1 {
@@ -309,7 +293,19 @@ final class EventLoop: @unchecked Sendable {
             c.tlsWantsWrite = true
         default:
             state.metrics.tlsHandshakeErrors.add(1, ordering: .relaxed)
+            // OpenSSL recognises plain HTTP sent to a TLS port ("http request"): answer it in
+            // plain HTTP, as nginx does, then close.
+            let plainHTTP = aasa_ERR_GET_REASON(ERR_peek_error()) == SSL_R_HTTP_REQUEST
             TLSError.clearQueue()
+            if plainHTTP {
+                SSL_free(ssl)
+                c.ssl = nil
+                c.phase = .open
+                Responder.simple(.badRequest, "this port speaks HTTPS; plain HTTP was sent\n", request: nil, date: date, into: &c.output)
+                c.closeAfterFlush = true
+                if flush(c), connection(c.fd) === c { updateInterest(c) }
+                return
+            }
             closeConnection(c)
             return
         }
@@ -324,7 +320,9 @@ final class EventLoop: @unchecked Sendable {
             case .data(let n):
                 consume(c, count: n)
                 guard flush(c) else { return false }
-                if c.ssl == nil && n < scratch.count { return true }
+                // Level-triggered epoll reports more data in the socket; only what OpenSSL has
+                // already read in needs another read now. Saves a read that would block.
+                if n < scratch.count, c.ssl.map({ SSL_has_pending($0) == 0 }) ?? true { return true }
             case .wouldBlock:
                 return true
             case .closed:
@@ -441,6 +439,7 @@ final class EventLoop: @unchecked Sendable {
                 c.headStarted = nil
                 if !request.keepAlive || request.hasUnframedBody {
                     c.closeAfterFlush = true
+                    c.clientAskedToClose = !request.keepAlive && !request.hasUnframedBody && !draining
                 } else {
                     c.discardBody = request.contentLength
                 }
@@ -512,6 +511,15 @@ final class EventLoop: @unchecked Sendable {
 
     private func startLingering(_ c: Connection) {
         if let ssl = c.ssl { _ = SSL_shutdown(ssl) }
+        // Nothing unread, and the last request asked to close: the close cannot reset the
+        // response, so there is nothing to linger for.
+        if c.clientAskedToClose, c.inputStart >= c.input.count {
+            var probe: UInt8 = 0
+            if recv(c.fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) < 0 && errno == EAGAIN {
+                closeConnection(c)
+                return
+            }
+        }
         shutdown(c.fd, Int32(SHUT_WR))
         c.phase = .lingering
         c.deadline = now + limits.lingerTimeout
