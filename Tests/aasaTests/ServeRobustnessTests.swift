@@ -78,7 +78,12 @@ private let okRequest = "GET /.well-known/apple-app-site-association HTTP/1.1\r\
     @Test func overMaxConnectionsTheServerStopsAcceptingButKeepsServing() throws {
         let server = try ServerProcess(extraArguments: ["--max-connections", "5"], workers: 1)
         var held: [Int32] = []
-        for _ in 0..<5 { held.append(try RawHTTP.connect(port: server.http, timeout: 2)) }
+        for _ in 0..<5 {
+            // A first byte, so the kernel hands the connection over (TCP_DEFER_ACCEPT).
+            let fd = try RawHTTP.connect(port: server.http, timeout: 2)
+            RawHTTP.send(fd, Array("G".utf8))
+            held.append(fd)
+        }
         defer { for fd in held { close(fd) } }
         usleep(200_000)
         // A sixth connection is not accepted (it waits in the backlog): no answer yet.
@@ -87,7 +92,7 @@ private let okRequest = "GET /.well-known/apple-app-site-association HTTP/1.1\r\
         RawHTTP.send(waiting, Array(okRequest.utf8))
         #expect(RawHTTP.readToEnd(waiting).bytes.isEmpty)
         // The held connections are still served.
-        RawHTTP.send(held[0], Array(okRequest.utf8))
+        RawHTTP.send(held[0], Array(okRequest.utf8.dropFirst()))
         #expect(String(decoding: RawHTTP.readToEnd(held[0]).bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
         // That one closed; a slot is free and the waiting client gets its answer.
         var tv = timeval(tv_sec: 5, tv_usec: 0)

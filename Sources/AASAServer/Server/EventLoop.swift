@@ -183,7 +183,10 @@ final class EventLoop: @unchecked Sendable {
                 try Epoll.add(epfd, fd, events: c.interest, data: UInt64(UInt32(bitPattern: fd)))
             } catch {
                 closeConnection(c)
+                continue
             }
+            // With TCP_DEFER_ACCEPT the first bytes are usually here already: start now.
+            handle(c, events: Epoll.readable)
         }
     }
 

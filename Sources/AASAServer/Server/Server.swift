@@ -125,6 +125,11 @@ public final class Server {
 
     private func bind(_ address: SocketAddress, _ kind: ListenerKind) throws(SystemError) -> Listener {
         let (fd, bound) = try Socket.listen(on: address)
+        if kind != .admin {
+            // Wake accept only once the client has sent something (its ClientHello or request
+            // line), so a new connection is handled in one turn of the loop instead of two.
+            try? Socket.setOption(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, 1)
+        }
         log.info("listening \(kind.name) \(bound)")
         return Listener(fd: fd, kind: kind, address: bound)
     }
