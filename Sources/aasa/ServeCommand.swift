@@ -71,6 +71,7 @@ struct ServeCommand: ParsableCommand {
         if c.certsDirectory == nil {
             guard httpsList.isEmpty else { throw ValidationError("--https needs --certs DIR (or --dev)") }
             c.https = []
+            FileHandleOutput.standardError.write("aasa serve: no --certs: the default HTTPS listener is not started\n")
             guard !c.http.isEmpty else {
                 throw ValidationError("nothing to serve: give --certs DIR for HTTPS, or --http ADDR:PORT (or use --dev)")
             }

@@ -115,6 +115,22 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         #expect(r.components(separatedBy: "Connection: close").count == 2, "only the last response closes")
     }
 
+    @Test func aLargeFileIsServedWholeAlsoWhenPipelined() throws {
+        let components = (0..<1500).map { #"{"/": "/products/category-\#($0)/*", "comment": "category \#($0)"}"# }.joined(separator: ", ")
+        let big = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": ["# + components + "]}]}}"
+        #expect(big.utf8.count > 64 * 1024 && big.utf8.count < 131_072)
+        let server = try ServerProcess(sites: ["www.example.com": big, "example.com": exampleCom])
+        let get = "GET \(wellKnown) HTTP/1.1\r\nHost: www.example.com\r\n\r\n"
+        let r = try RawHTTP.exchange(port: server.http, get + get + "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.statuses(r) == [200, 200, 200])
+        #expect(r.components(separatedBy: big).count == 3, "the large body twice, whole")
+        #expect(r.hasSuffix(exampleCom))
+        let tls = try Shell.run("/usr/bin/curl", ["-sS", "--cacert", TestCertificates.caFile, "--resolve", "www.example.com:\(server.https):127.0.0.1",
+                                                  "https://www.example.com:\(server.https)\(wellKnown)"])
+        #expect(tls.status == 0, "\(tls.stderr)")
+        #expect(tls.stdout.utf8.count == big.utf8.count && tls.stdout == big, "the large body over TLS, whole")
+    }
+
     @Test func http10AbsoluteFormAndKeepAlive() throws {
         let ten = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.0\r\nHost: example.com\r\n\r\n")
         #expect(RawHTTP.status(ten) == 200)

@@ -18,8 +18,12 @@ struct Responder {
 
     /// Writes the response to `request` into `out`.
     /// - Parameter certificate: for a TLS connection, the certificate it was handshaken with.
+    /// Bodies above this size are not copied into the connection's buffer: they are written
+    /// from the site's prepared bytes after the head.
+    static let copyLimit = 16 * 1024
+
     static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, isTLS: Bool, certificate: TLSCertificate?,
-                        date: [UInt8], into out: inout [UInt8]) -> Outcome {
+                        date: [UInt8], into out: inout [UInt8], largeBody: inout [UInt8]?) -> Outcome {
         let isHead = request.method == .head
         guard let host = request.host, let (name, site) = snapshot.index.lookup(host) else {
             let n = simple(.notFound, "unknown host\n", request: request, date: date, into: &out)
@@ -52,7 +56,11 @@ struct Responder {
         out.append(contentsOf: served.okHead)
         finishHead(request: request, date: date, into: &out)
         if isHead { return Outcome(status: 200, siteLabel: label, bodyBytes: 0) }
-        out.append(contentsOf: served.body)
+        if served.body.count > copyLimit {
+            largeBody = served.body
+        } else {
+            out.append(contentsOf: served.body)
+        }
         return Outcome(status: 200, siteLabel: label, bodyBytes: served.body.count)
     }
 

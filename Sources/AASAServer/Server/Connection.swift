@@ -80,7 +80,11 @@ final class Connection {
         self.acceptedAt = now
     }
 
-    var hasPendingOutput: Bool { outputSent < output.count }
+    /// A large body being written straight from a site's prepared bytes, not copied.
+    var largeBody: [UInt8]?
+    var largeBodySent = 0
+
+    var hasPendingOutput: Bool { outputSent < output.count || largeBody != nil }
     var hasPartialRequest: Bool { inputStart < input.count || headStarted != nil }
 
     /// True when nothing is in flight: no partial request, no unsent response.

@@ -318,7 +318,7 @@ final class EventLoop: @unchecked Sendable {
     /// Reads what is available and answers every complete request. Returns false when the
     /// connection was closed.
     private func readAndProcess(_ c: Connection) -> Bool {
-        while c.phase == .open, !c.closeAfterFlush, c.output.count - c.outputSent < limits.outputHighWater {
+        while c.phase == .open, !c.closeAfterFlush, c.largeBody == nil, c.output.count - c.outputSent < limits.outputHighWater {
             switch read(c) {
             case .data(let n):
                 consume(c, count: n)
@@ -388,7 +388,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func process(_ c: Connection) {
         let draining = state.draining.load(ordering: .relaxed)
-        while c.inputStart < c.input.count, !c.closeAfterFlush, c.output.count - c.outputSent < limits.outputHighWater {
+        while c.inputStart < c.input.count, !c.closeAfterFlush, c.largeBody == nil, c.output.count - c.outputSent < limits.outputHighWater {
             if c.discardBody > 0 {
                 let d = min(c.discardBody, c.input.count - c.inputStart)
                 c.discardBody -= d
@@ -424,7 +424,7 @@ final class EventLoop: @unchecked Sendable {
                     siteLabel = "dashboard"
                 } else {
                     let outcome = Responder.respond(to: request, snapshot: snapshot, isTLS: c.kind == .https,
-                                                    certificate: c.certificate, date: date, into: &c.output)
+                                                    certificate: c.certificate, date: date, into: &c.output, largeBody: &c.largeBody)
                     status = outcome.status
                     bytes = outcome.bodyBytes
                     siteLabel = outcome.siteLabel
@@ -470,46 +470,61 @@ final class EventLoop: @unchecked Sendable {
                                          durationMicroseconds: duration, userAgent: userAgent, proto: proto))
     }
 
-    /// Writes pending output. Returns false when the connection was closed.
+    /// Writes pending output: the buffered heads and small bodies, then a large body straight
+    /// from its prepared bytes. When everything is out it answers requests still waiting in the
+    /// input (pipelined behind a large response). Returns false when the connection was closed.
     private func flush(_ c: Connection) -> Bool {
-        while c.outputSent < c.output.count {
-            let remaining = c.output.count - c.outputSent
-            let sent: Int
-            if let ssl = c.ssl {
-                var n = 0
-                TLSError.clearQueue()
-                let ok = c.output.withUnsafeBytes { SSL_write_ex(ssl, $0.baseAddress! + c.outputSent, remaining, &n) }
-                if ok != 1 {
-                    switch SSL_get_error(ssl, 0) {
-                    case SSL_ERROR_WANT_WRITE: return true
-                    case SSL_ERROR_WANT_READ: return true
-                    default:
-                        TLSError.clearQueue()
-                        closeConnection(c)
-                        return false
-                    }
-                }
-                sent = n
-            } else {
-                let n = c.output.withUnsafeBytes { send(c.fd, $0.baseAddress! + c.outputSent, remaining, Int32(MSG_NOSIGNAL)) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN { return true }
-                    closeConnection(c)
-                    return false
-                }
-                sent = n
+        while true {
+            while c.outputSent < c.output.count {
+                let sent = c.output.withUnsafeBytes { write(c, $0.baseAddress! + c.outputSent, c.output.count - c.outputSent) }
+                guard let sent else { return connection(c.fd) === c }
+                c.outputSent += sent
             }
-            c.outputSent += sent
-            c.lastActivity = now
+            if let body = c.largeBody {
+                while c.largeBodySent < body.count {
+                    let sent = body.withUnsafeBytes { write(c, $0.baseAddress! + c.largeBodySent, body.count - c.largeBodySent) }
+                    guard let sent else { return connection(c.fd) === c }
+                    c.largeBodySent += sent
+                }
+                c.largeBody = nil
+                c.largeBodySent = 0
+            }
+            if c.output.capacity > 256 * 1024 { c.output = [] } else { c.output.removeAll(keepingCapacity: true) }
+            c.outputSent = 0
+            if c.closeAfterFlush {
+                startLingering(c)
+                return false
+            }
+            guard c.inputStart < c.input.count else { return true }
+            process(c)
+            if c.output.isEmpty && c.largeBody == nil { return true }
         }
-        if c.output.capacity > 256 * 1024 { c.output = [] } else { c.output.removeAll(keepingCapacity: true) }
-        c.outputSent = 0
-        if c.closeAfterFlush {
-            startLingering(c)
-            return false
+    }
+
+    /// One write of `count` bytes: the number written, or nil when the socket is full (wait
+    /// for writability) or the connection was closed.
+    private func write(_ c: Connection, _ bytes: UnsafeRawPointer, _ count: Int) -> Int? {
+        c.lastActivity = now
+        if let ssl = c.ssl {
+            var n = 0
+            TLSError.clearQueue()
+            if SSL_write_ex(ssl, bytes, count, &n) == 1 { return n }
+            switch SSL_get_error(ssl, 0) {
+            case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ:
+                return nil
+            default:
+                TLSError.clearQueue()
+                closeConnection(c)
+                return nil
+            }
         }
-        return true
+        while true {
+            let n = send(c.fd, bytes, count, Int32(MSG_NOSIGNAL))
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            if errno != EAGAIN { closeConnection(c) }
+            return nil
+        }
     }
 
     private func startLingering(_ c: Connection) {
@@ -549,7 +564,7 @@ final class EventLoop: @unchecked Sendable {
             want = c.tlsWantsWrite ? Epoll.writable : Epoll.readable
         case .open:
             if c.hasPendingOutput || c.tlsWantsWrite { want |= Epoll.writable }
-            if !c.closeAfterFlush, c.output.count - c.outputSent < limits.outputHighWater { want |= Epoll.readable }
+            if !c.closeAfterFlush, c.largeBody == nil, c.output.count - c.outputSent < limits.outputHighWater { want |= Epoll.readable }
         case .lingering:
             want = Epoll.readable
         }
