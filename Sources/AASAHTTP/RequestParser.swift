@@ -106,48 +106,52 @@ public struct RequestParser: Sendable {
 
     public mutating func parse(_ input: UnsafeRawBufferPointer) -> Result {
         let bytes = input.bindMemory(to: UInt8.self)
+        let count = bytes.count
         var i = scanned
-        while i < bytes.count {
-            // Skip ordinary bytes quickly; only CR and LF change the state.
-            let b = bytes[i]
-            if b != 0x0A && b != 0x0D {
-                if requestLineEnd == nil, i - lineStart >= limits.maxRequestLine {
-                    return .error(HTTPError(.uriTooLong, "request line longer than \(limits.maxRequestLine) bytes"))
-                }
-                if requestLineEnd != nil, i - lineStart >= limits.maxHeaderBytes {
-                    return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
+        while i < count {
+            // Jump to the next CR or LF: only they change the state. The limits are checked on
+            // the span jumped over, which is the same as checking every byte.
+            var j = i
+            while j < count, bytes[j] != 0x0A, bytes[j] != 0x0D { j += 1 }
+            if requestLineEnd == nil, j - lineStart >= limits.maxRequestLine, j - lineStart > 0 {
+                return .error(HTTPError(.uriTooLong, "request line longer than \(limits.maxRequestLine) bytes"))
+            }
+            if requestLineEnd != nil, j - lineStart >= limits.maxHeaderBytes {
+                return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
+            }
+            i = j
+            guard i < count else { break }
+            if bytes[i] == 0x0D {
+                // A CR must be followed by LF; at the end of the input, look again when more comes.
+                guard i + 1 < count else { break }
+                if bytes[i + 1] != 0x0A {
+                    return .error(HTTPError(.badRequest, "bare CR in the request head"))
                 }
                 i += 1
                 continue
             }
-            if b == 0x0A {
-                guard i > 0, bytes[i - 1] == 0x0D else {
-                    return .error(HTTPError(.badRequest, "bare LF as a line ending"))
-                }
-                if requestLineEnd == nil {
-                    if i - 1 == lineStart {
-                        // RFC 9112 §2.2: empty lines before the request line are ignored.
-                        lineStart = i + 1
-                        if lineStart > limits.maxHeaderBytes {
-                            return .error(HTTPError(.badRequest, "too many empty lines before the request"))
-                        }
-                    } else {
-                        requestLineEnd = i - 1
-                    }
-                } else if i >= 3, bytes[i - 2] == 0x0A, bytes[i - 3] == 0x0D {
-                    scanned = i + 1
-                    return parseHead(bytes, headEnd: i + 1)
-                } else {
-                    lines += 1
-                    if lines > limits.maxHeaderFields {
-                        return .error(HTTPError(.requestHeaderFieldsTooLarge, "more than \(limits.maxHeaderFields) header fields"))
-                    }
-                }
-            } else if i + 1 < bytes.count, bytes[i + 1] != 0x0A {
-                return .error(HTTPError(.badRequest, "bare CR in the request head"))
+            // LF
+            guard i > 0, bytes[i - 1] == 0x0D else {
+                return .error(HTTPError(.badRequest, "bare LF as a line ending"))
             }
-            if requestLineEnd != nil, i - lineStart >= limits.maxHeaderBytes {
-                return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
+            if requestLineEnd == nil {
+                if i - 1 == lineStart {
+                    // RFC 9112 §2.2: empty lines before the request line are ignored.
+                    lineStart = i + 1
+                    if lineStart > limits.maxHeaderBytes {
+                        return .error(HTTPError(.badRequest, "too many empty lines before the request"))
+                    }
+                } else {
+                    requestLineEnd = i - 1
+                }
+            } else if i >= 3, bytes[i - 2] == 0x0A, bytes[i - 3] == 0x0D {
+                scanned = i + 1
+                return parseHead(bytes, headEnd: i + 1)
+            } else {
+                lines += 1
+                if lines > limits.maxHeaderFields {
+                    return .error(HTTPError(.requestHeaderFieldsTooLarge, "more than \(limits.maxHeaderFields) header fields"))
+                }
             }
             i += 1
         }

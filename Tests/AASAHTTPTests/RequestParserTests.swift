@@ -62,6 +62,16 @@ func status(_ text: String) -> Int? {
         }
     }
 
+    @Test func aBareCRIsFoundWhereverTheInputIsSplit() {
+        let text = Array("GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n".utf8)
+        for split in 1..<text.count {
+            var parser = RequestParser()
+            var result = Array(text[0..<split]).withUnsafeBytes { parser.parse($0) }
+            if result == .needMore { result = text.withUnsafeBytes { parser.parse($0) } }
+            #expect(result == .error(HTTPError(.badRequest, "bare CR in the request head")), "split at \(split)")
+        }
+    }
+
     @Test func byteAtATimeStaysLinear() {
         var parser = RequestParser()
         var buffer: [UInt8] = Array("GET / HTTP/1.1\r\n".utf8)

@@ -124,10 +124,13 @@ struct AccessLog {
     /// Appends text for a quoted log field: `"` and `\` escaped, control characters as `\xNN`,
     /// so a client cannot forge a log line.
     private mutating func appendEscaped(_ text: String) {
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            pending.append(contentsOf: text.utf8)
-            return
+        var text = text
+        let clean = text.withUTF8 { bytes -> Bool in
+            for b in bytes where b < 0x20 || b == 0x7F || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            pending.append(contentsOf: bytes)
+            return true
         }
+        if clean { return }
         for b in text.utf8 {
             switch b {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
