@@ -102,16 +102,7 @@ struct MatchCommand: ParsableCommand {
             w.key("url"); w.value(url)
             w.key("host"); w.value(host)
             w.key("results")
-            w.beginArray()
-            for r in results {
-                w.beginObject()
-                w.key("app"); w.value(r.app)
-                w.key("decision"); w.value(r.decision.rawValue)
-                w.key("detail"); w.value(r.detail)
-                w.key("component"); w.value(r.component)
-                w.endObject()
-            }
-            w.endArray()
+            w.write(results)
             w.endObject()
             out.write(w.output + "\n")
         }

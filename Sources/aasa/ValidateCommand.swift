@@ -76,7 +76,7 @@ struct ValidateCommand: ParsableCommand {
                 w.key("path"); w.value(path)
                 w.key("valid"); w.value(passes(file))
                 w.key("diagnostics")
-                DiagnosticJSON.write(file.diagnostics, to: &w)
+                w.write(file.diagnostics)
                 w.endObject()
             }
             w.endArray()
@@ -90,22 +90,5 @@ struct ValidateCommand: ParsableCommand {
 
     private func passes(_ file: AASAFile) -> Bool {
         file.isValid && !(strict && file.warningCount > 0)
-    }
-}
-
-enum DiagnosticJSON {
-    static func write(_ diagnostics: [Diagnostic], to w: inout JSONWriter) {
-        w.beginArray()
-        for d in diagnostics {
-            w.beginObject()
-            w.key("severity"); w.value(d.severity.rawValue)
-            w.key("code"); w.value(d.code.rawValue)
-            w.key("message"); w.value(d.message)
-            w.key("line"); w.value(d.line)
-            w.key("column"); w.value(d.column)
-            w.key("jsonPath"); w.value(d.path.description)
-            w.endObject()
-        }
-        w.endArray()
     }
 }

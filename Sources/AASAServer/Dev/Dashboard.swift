@@ -87,18 +87,7 @@ enum Dashboard {
             for app in (site.served?.file ?? site.newest).document?.appLinksAppIDs ?? [] { w.value(app) }
             w.endArray()
             w.key("diagnostics")
-            w.beginArray()
-            for d in site.newest.diagnostics {
-                w.beginObject()
-                w.key("severity"); w.value(d.severity.rawValue)
-                w.key("code"); w.value(d.code.rawValue)
-                w.key("message"); w.value(d.message)
-                w.key("line"); w.value(d.line)
-                w.key("column"); w.value(d.column)
-                w.key("jsonPath"); w.value(d.path.description)
-                w.endObject()
-            }
-            w.endArray()
+            w.write(site.newest.diagnostics)
             w.endObject()
         }
         w.endArray()
@@ -148,16 +137,7 @@ enum Dashboard {
                 return w.output
             }
             w.key("results")
-            w.beginArray()
-            for r in document.decide(url) {
-                w.beginObject()
-                w.key("app"); w.value(r.app)
-                w.key("decision"); w.value(r.decision.rawValue)
-                w.key("detail"); w.value(r.detail)
-                w.key("component"); w.value(r.component)
-                w.endObject()
-            }
-            w.endArray()
+            w.write(document.decide(url))
         } catch {
             w.key("error"); w.value(error.description)
         }
