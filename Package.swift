@@ -25,7 +25,14 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         // The server: event loops, TLS, sites and reload, admin.
-        .target(name: "AASAServer", dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL"]),
+        .target(
+            name: "AASAServer",
+            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL"],
+            // Each connection is touched by one loop thread only; Swift's dynamic exclusivity
+            // checks on its class properties cost about 6% of a request (callgrind). The static
+            // checks still apply.
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+        ),
         .executableTarget(
             name: "aasa",
             dependencies: [

@@ -181,7 +181,7 @@ public struct RequestParser: Sendable {
             return .error(HTTPError(.badRequest, "invalid character in the request target"))
         }
         let versionBytes = line[(sp2 + 1)...]
-        guard versionBytes.count == 8, versionBytes.starts(with: Array("HTTP/".utf8)),
+        guard versionBytes.count == 8, versionBytes.starts(with: "HTTP/".utf8),
               let major = RequestParser.digit(versionBytes[versionBytes.startIndex + 5]),
               versionBytes[versionBytes.startIndex + 6] == UInt8(ascii: "."),
               let minor = RequestParser.digit(versionBytes[versionBytes.startIndex + 7])
@@ -265,32 +265,35 @@ public struct RequestParser: Sendable {
                 return .error(HTTPError(.badRequest, "control character in a header field value"))
             }
             let name = field[0..<colon]
-            if RequestParser.equalsIgnoringCase(name, "host") {
+            switch RequestParser.knownField(name) {
+            case .host:
                 hostCount += 1
                 guard hostCount == 1 else { return .error(HTTPError(.badRequest, "more than one Host field")) }
                 guard let h = RequestParser.normalizeHost(valueBytes) else {
                     return .error(HTTPError(.badRequest, "invalid Host field"))
                 }
                 hostField = h
-            } else if RequestParser.equalsIgnoringCase(name, "content-length") {
+            case .contentLength:
                 guard contentLength == nil else { return .error(HTTPError(.badRequest, "more than one Content-Length field")) }
                 guard !valueBytes.isEmpty, valueBytes.count <= 18, valueBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                     return .error(HTTPError(.badRequest, "invalid Content-Length"))
                 }
                 contentLength = valueBytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
-            } else if RequestParser.equalsIgnoringCase(name, "transfer-encoding") {
+            case .transferEncoding:
                 transferEncoding = true
-            } else if RequestParser.equalsIgnoringCase(name, "connection") {
+            case .connection:
                 RequestParser.forEachToken(valueBytes) { token in
                     if RequestParser.equalsIgnoringCase(token, "close") { connectionClose = true }
                     if RequestParser.equalsIgnoringCase(token, "keep-alive") { connectionKeepAlive = true }
                 }
-            } else if RequestParser.equalsIgnoringCase(name, "if-none-match") {
+            case .ifNoneMatch:
                 ifNoneMatch = String(decoding: valueBytes, as: UTF8.self)
-            } else if RequestParser.equalsIgnoringCase(name, "if-modified-since") {
+            case .ifModifiedSince:
                 ifModifiedSince = String(decoding: valueBytes, as: UTF8.self)
-            } else if RequestParser.equalsIgnoringCase(name, "user-agent") {
+            case .userAgent:
                 userAgent = String(decoding: valueBytes, as: UTF8.self)
+            case nil:
+                break
             }
         }
 
@@ -313,6 +316,27 @@ public struct RequestParser: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The fields this server reads.
+    enum Field {
+        case host, contentLength, transferEncoding, connection, ifNoneMatch, ifModifiedSince, userAgent
+    }
+
+    /// Which known field a name is: chosen by length first, so most fields cost one comparison.
+    static func knownField(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Field? {
+        switch name.count {
+        case 4: return equalsIgnoringCase(name, "host") ? .host : nil
+        case 10:
+            if equalsIgnoringCase(name, "connection") { return .connection }
+            return equalsIgnoringCase(name, "user-agent") ? .userAgent : nil
+        case 13: return equalsIgnoringCase(name, "if-none-match") ? .ifNoneMatch : nil
+        case 14: return equalsIgnoringCase(name, "content-length") ? .contentLength : nil
+        case 17:
+            if equalsIgnoringCase(name, "transfer-encoding") { return .transferEncoding }
+            return equalsIgnoringCase(name, "if-modified-since") ? .ifModifiedSince : nil
+        default: return nil
+        }
+    }
 
     /// RFC 9110 §5.6.2 tchar, as a table: it is asked for every byte of every field name.
     private static let tokenTable: [Bool] = (0..<256).map { b in
@@ -356,9 +380,8 @@ public struct RequestParser: Sendable {
 
     /// The length of an `http://` or `https://` prefix (any case), or nil.
     static func schemeLength(_ target: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
-        for (scheme, length) in [("http://", 7), ("https://", 8)] where target.count > length {
-            if zip(target.prefix(length), scheme.utf8).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }) { return length }
-        }
+        if target.count > 7, equalsIgnoringCase(target.prefix(7), "http://") { return 7 }
+        if target.count > 8, equalsIgnoringCase(target.prefix(8), "https://") { return 8 }
         return nil
     }
 

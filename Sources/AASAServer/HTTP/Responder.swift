@@ -23,16 +23,16 @@ struct Responder {
     static let copyLimit = 16 * 1024
 
     static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, isTLS: Bool, certificate: TLSCertificate?,
-                        date: [UInt8], into out: inout [UInt8], largeBody: inout [UInt8]?) -> Outcome {
+                        date: [UInt8], into out: inout [UInt8], largeBody: inout [UInt8]?, cache: inout HostCache) -> Outcome {
         let isHead = request.method == .head
-        guard let host = request.host, let (name, site) = snapshot.index.lookup(host) else {
+        guard let host = request.host, let (name, site) = cache.lookup(host, in: snapshot) else {
             let n = simple(.notFound, "unknown host\n", request: request, date: date, into: &out)
             return Outcome(status: 404, siteLabel: "unknown", bodyBytes: n)
         }
         let label = name.description
         // The connection's certificate does not name this host: the client reached us with a
         // connection meant for another site (RFC 9110 §15.5.20).
-        if isTLS, !(certificate?.covers(host) ?? false) {
+        if isTLS, !cache.certificateCovers(host, certificate) {
             let n = simple(.misdirectedRequest, "this connection's certificate does not cover \(host)\n", request: request, date: date, into: &out)
             return Outcome(status: 421, siteLabel: label, bodyBytes: n)
         }
@@ -92,5 +92,33 @@ struct Responder {
         if isHead { return 0 }
         out.append(contentsOf: bodyBytes)
         return bodyBytes.count
+    }
+}
+
+/// A connection's last host and what it resolved to. Keep-alive clients ask for the same host
+/// again and again; comparing the string is cheaper than hashing it into the site index, and the
+/// certificate check is done once per host, not once per request.
+struct HostCache {
+    private var host: String?
+    private weak var snapshot: SiteSnapshot?
+    private var entry: (name: SiteName, value: Site)?
+    private var coveredHost: String?
+    private weak var coveredCertificate: TLSCertificate?
+
+    mutating func lookup(_ host: String, in snapshot: SiteSnapshot) -> (name: SiteName, value: Site)? {
+        if self.host == host, self.snapshot === snapshot { return entry }
+        self.host = host
+        self.snapshot = snapshot
+        entry = snapshot.index.lookup(host)
+        return entry
+    }
+
+    mutating func certificateCovers(_ host: String, _ certificate: TLSCertificate?) -> Bool {
+        guard let certificate else { return false }
+        if coveredHost == host, coveredCertificate === certificate { return true }
+        guard certificate.covers(host) else { return false }
+        coveredHost = host
+        coveredCertificate = certificate
+        return true
     }
 }

@@ -83,6 +83,8 @@ final class Connection {
     /// A large body being written straight from a site's prepared bytes, not copied.
     var largeBody: [UInt8]?
     var largeBodySent = 0
+    /// The last host this connection asked for, resolved.
+    var hostCache = HostCache()
 
     var hasPendingOutput: Bool { outputSent < output.count || largeBody != nil }
     var hasPartialRequest: Bool { inputStart < input.count || headStarted != nil }

@@ -424,7 +424,8 @@ final class EventLoop: @unchecked Sendable {
                     siteLabel = "dashboard"
                 } else {
                     let outcome = Responder.respond(to: request, snapshot: snapshot, isTLS: c.kind == .https,
-                                                    certificate: c.certificate, date: date, into: &c.output, largeBody: &c.largeBody)
+                                                    certificate: c.certificate, date: date, into: &c.output, largeBody: &c.largeBody,
+                                                    cache: &c.hostCache)
                     status = outcome.status
                     bytes = outcome.bodyBytes
                     siteLabel = outcome.siteLabel
