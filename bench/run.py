@@ -63,6 +63,20 @@ def rss_kb(pids):
     return total
 
 
+def cpu_seconds(pids):
+    """User + system CPU time of the processes, from /proc (clock ticks)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except FileNotFoundError:
+            pass
+    return total / ticks
+
+
 def children(pid):
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -352,6 +366,7 @@ def main():
     results = {"machine": {"cores": os.cpu_count(), "rounds": ROUNDS, "seconds_per_run": DURATION}, "aasa": {}, "nginx": {}}
     try:
         raw = {"aasa": {k[0]: [] for k in THROUGHPUT}, "nginx": {k[0]: [] for k in THROUGHPUT}}
+        cpu = {"aasa": {k[0]: [] for k in THROUGHPUT}, "nginx": {k[0]: [] for k in THROUGHPUT}}
         idle = {"aasa": [], "nginx": []}
         # A B A B …: each round starts both servers afresh, so drift on this shared machine hits both.
         for r in range(ROUNDS):
@@ -360,14 +375,21 @@ def main():
                 try:
                     idle[server.name].append(rss_kb(server.pids()))
                     for key, _, scheme, host, conns, extra in THROUGHPUT:
+                        pids = server.pids()
+                        before = cpu_seconds(pids)
                         rps, errors = wrk(server.urls()[scheme], host, conns, extra)
+                        # The server's own CPU per request: wrk shares the machine, so when it
+                        # saturates, req/s hides how much work each server does.
+                        us = (cpu_seconds(pids) - before) / max(1, rps * DURATION) * 1e6
                         raw[server.name][key].append(rps)
-                        print(f"round {r + 1} {server.name:5} {key:26} {rps:10.0f} req/s  errors {errors}", flush=True)
+                        cpu[server.name][key].append(us)
+                        print(f"round {r + 1} {server.name:5} {key:26} {rps:10.0f} req/s  {us:6.1f} us CPU/req  errors {errors}", flush=True)
                 finally:
                     server.stop()
         for name in ("aasa", "nginx"):
             for key in raw[name]:
                 results[name][key] = summary(raw[name][key])
+                results[name][key + "_cpu_us"] = summary(cpu[name][key])
             results[name]["rss_idle_kb"] = summary(idle[name])
 
         for kind in (Aasa, Nginx):
@@ -397,11 +419,14 @@ def main():
         work.cleanup()
 
     rows = [(label, key) for key, label, *_ in THROUGHPUT] + [
+        (label.replace("(req/s)", "(server CPU µs/req)"), key + "_cpu_us") for key, label, *_ in THROUGHPUT] + [
         ("RSS idle (kB)", "rss_idle_kb"), (f"RSS, {IDLE_CONNECTIONS} idle TLS connections (kB)", "rss_10k_idle_tls_kb")]
     lines = [f"{'figure':52} {'aasa median (range)':>30} {'nginx median (range)':>30} {'aasa/nginx':>10}"]
     for label, key in rows:
         a, n = results["aasa"][key], results["nginx"][key]
-        lines.append(f"{label:52} {a['median']:>12.0f} ({a['min']:.0f}–{a['max']:.0f}) {n['median']:>14.0f} ({n['min']:.0f}–{n['max']:.0f}) {a['median'] / n['median']:>10.2f}")
+        digits = 1 if key.endswith("_cpu_us") else 0
+        lines.append(f"{label:52} {a['median']:>12.{digits}f} ({a['min']:.{digits}f}–{a['max']:.{digits}f}) "
+                     f"{n['median']:>14.{digits}f} ({n['min']:.{digits}f}–{n['max']:.{digits}f}) {a['median'] / n['median']:>10.2f}")
     s = results["aasa"]["scale"]
     big = str(SCALE_SITES)
     lines += [
