@@ -63,6 +63,14 @@ private let file = #"""
         #expect(none.stderr.contains("no site"))
     }
 
+    @Test func anInternationalHostFindsItsPunycodeSite() throws {
+        let dir = try TemporaryDirectory()
+        try dir.write("config/xn--bcher-kva.example/apple-app-site-association", file)
+        let r = try AASABinary.run(["match", "--config", dir.url.appendingPathComponent("config").path, "https://bücher.example/buy/1"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasPrefix("ABCDE12345.com.example.app: match"))
+    }
+
     @Test func findingsGoToStandardErrorAndDoNotStopMatching() throws {
         let dir = try TemporaryDirectory()
         let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a", "?": {"x": "1", "y": 2}}]}]}}"#)

@@ -19,7 +19,7 @@ public struct URLParts: Sendable, Equatable {
     }
 
     public init(_ string: String) throws(ParseError) {
-        let text = URLParts.encodingDisallowed(string.trimmingASCIIWhitespace())
+        let text = URLParts.encodingDisallowed(URLParts.asciiHost(in: string.trimmingASCIIWhitespace()))
         guard let colon = text.firstIndex(of: ":"), colon != text.startIndex,
               text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
         else { throw ParseError(description: "not an absolute URL (expected scheme://host/path): \(string)") }
@@ -62,6 +62,34 @@ public struct URLParts: Sendable, Equatable {
             query = nil
         }
         path = String(rest)
+    }
+
+    /// The URL with an internationalised host written in punycode, before anything is
+    /// percent-encoded (a host is never percent-encoded).
+    static func asciiHost(in url: String) -> String {
+        guard url.unicodeScalars.contains(where: { !$0.isASCII }) else { return url }
+        let scalars = Array(url.unicodeScalars)
+        guard let colon = scalars.firstIndex(of: ":"), colon + 2 < scalars.count,
+              scalars[colon + 1] == "/", scalars[colon + 2] == "/" else { return url }
+        let authorityStart = colon + 3
+        var authorityEnd = authorityStart
+        while authorityEnd < scalars.count, !"/?#".unicodeScalars.contains(scalars[authorityEnd]) { authorityEnd += 1 }
+        var hostStart = authorityStart
+        if let at = scalars[authorityStart..<authorityEnd].lastIndex(of: "@") { hostStart = at + 1 }
+        var hostEnd = authorityEnd
+        if hostStart < authorityEnd, scalars[hostStart] != "[",
+           let portColon = scalars[hostStart..<authorityEnd].lastIndex(of: ":") {
+            hostEnd = portColon
+        }
+        func text(_ range: Range<Int>) -> String {
+            var view = String.UnicodeScalarView()
+            view.append(contentsOf: scalars[range])
+            return String(view)
+        }
+        guard let ascii = Punycode.host(text(hostStart..<hostEnd)) else { return url }
+        let before = text(0..<hostStart)
+        let after = text(hostEnd..<scalars.count)
+        return before + ascii + after
     }
 
     private static func port(_ text: Substring, in url: String) throws(ParseError) -> Int? {

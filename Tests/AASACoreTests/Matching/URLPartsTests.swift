@@ -19,6 +19,14 @@ import Testing
         #expect(try URLParts("https://[::1]:8443/x").host == "[::1]")
     }
 
+    @Test func writesInternationalHostsInPunycode() throws {
+        #expect(try URLParts("https://Bücher.example/caf\u{e9}").host == "xn--bcher-kva.example")
+        #expect(try URLParts("https://Bücher.example/caf\u{e9}").path == "/caf%C3%A9")
+        #expect(try URLParts("https://user@münchen.de:8443/x").host == "xn--mnchen-3ya.de")
+        #expect(try URLParts("https://例え.jp/").host == "xn--r8jz45g.jp")
+        #expect(Punycode.host("example.com") == "example.com")
+    }
+
     @Test func encodesCharactersABrowserWouldEncode() throws {
         #expect(try URLParts("https://a.com/caf\u{e9} x").path == "/caf%C3%A9%20x")
     }
