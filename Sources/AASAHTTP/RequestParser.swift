@@ -113,10 +113,12 @@ public struct RequestParser: Sendable {
             // the span jumped over, which is the same as checking every byte.
             var j = i
             while j < count, bytes[j] != 0x0A, bytes[j] != 0x0D { j += 1 }
-            if requestLineEnd == nil, j - lineStart >= limits.maxRequestLine, j - lineStart > 0 {
+            // Checked only when content bytes were skipped (not at the CR/LF themselves), and
+            // "over" the limit: a line of exactly the limit is allowed.
+            if j > i, requestLineEnd == nil, j - lineStart > limits.maxRequestLine {
                 return .error(HTTPError(.uriTooLong, "request line longer than \(limits.maxRequestLine) bytes"))
             }
-            if requestLineEnd != nil, j - lineStart >= limits.maxHeaderBytes {
+            if j > i, requestLineEnd != nil, j - lineStart > limits.maxHeaderBytes {
                 return .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than \(limits.maxHeaderBytes) bytes"))
             }
             i = j

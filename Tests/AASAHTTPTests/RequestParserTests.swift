@@ -72,17 +72,28 @@ func status(_ text: String) -> Int? {
         }
     }
 
-    @Test func byteAtATimeStaysLinear() {
+    /// A head that arrives a byte at a time is scanned once (the parser resumes where it
+    /// stopped), and the 16 KiB limit trips on the byte that crosses it, before any CRLF.
+    @Test func byteAtATimeTripsTheLimitExactlyWhenItIsCrossed() {
         var parser = RequestParser()
-        var buffer: [UInt8] = Array("GET / HTTP/1.1\r\n".utf8)
-        for _ in 0..<5_000 {
+        let prefix = Array("GET / HTTP/1.1\r\n".utf8)
+        var buffer = prefix
+        var result = RequestParser.Result.needMore
+        while result == .needMore, buffer.count < 40_000 {
             buffer.append(UInt8(ascii: "a"))
-            let r = buffer.withUnsafeBytes { parser.parse($0) }
-            if r != .needMore {
-                #expect(r == .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than 16384 bytes")) || buffer.count < 100)
-                return
-            }
+            result = buffer.withUnsafeBytes { parser.parse($0) }
         }
+        #expect(result == .error(HTTPError(.requestHeaderFieldsTooLarge, "header section longer than 16384 bytes")))
+        // The head (request line and fields) reached exactly 16 KiB when it was refused.
+        #expect(buffer.count == HTTPLimits().maxHeaderBytes + 1)
+    }
+
+    @Test func aRequestLineOfExactlyTheLimitIsAllowed() throws {
+        let path = "/" + String(repeating: "a", count: HTTPLimits().maxRequestLine - "GET  HTTP/1.1".utf8.count - 1)
+        let line = "GET \(path) HTTP/1.1"
+        #expect(line.utf8.count == HTTPLimits().maxRequestLine)
+        #expect(try request(line + "\r\nHost: a\r\n\r\n").path == path)
+        #expect(status("GET \(path)a HTTP/1.1\r\nHost: a\r\n\r\n") == 414)
     }
 
     @Test func leavesPipelinedBytesForTheNextRequest() {

@@ -39,5 +39,4 @@ struct DiagnosticSink {
         diagnostics.append(Diagnostic(code, message, at: map.position(of: offset), path: path))
     }
 
-    mutating func append(contentsOf other: [Diagnostic]) { diagnostics.append(contentsOf: other) }
 }

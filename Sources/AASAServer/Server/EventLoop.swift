@@ -211,7 +211,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func handle(_ c: Connection, events: UInt32) {
         c.lastActivity = now
-        if events & (UInt32(EPOLLERR.rawValue) | UInt32(EPOLLHUP.rawValue)) != 0, events & Epoll.readable == 0 {
+        if events & Epoll.hangup != 0, events & Epoll.readable == 0 {
             closeConnection(c)
             return
         }
@@ -239,9 +239,12 @@ final class EventLoop: @unchecked Sendable {
     /// Reads the PROXY header without reading past it: the bytes after it belong to TLS or
     /// HTTP. It peeks, then consumes only what the parser says is header.
     private func readProxyHeader(_ c: Connection) {
-        let n = recv(c.fd, scratch.baseAddress, scratch.count, Int32(MSG_PEEK))
-        if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-        guard n > 0 else { closeConnection(c); return }
+        let n: Int
+        switch receive(c.fd, scratch.baseAddress, scratch.count, Int32(MSG_PEEK)) {
+        case .wouldBlock?: return
+        case .done(let count)? where count > 0: n = count
+        default: closeConnection(c); return
+        }
         let peeked = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
         let result: ProxyHeader.Result
         if c.proxyBuffer.isEmpty {
@@ -253,12 +256,12 @@ final class EventLoop: @unchecked Sendable {
         case .needMore:
             // Everything seen so far is header (the parser never asks for more than that).
             c.proxyBuffer.append(contentsOf: peeked)
-            _ = recv(c.fd, scratch.baseAddress, n, 0)
+            _ = receive(c.fd, scratch.baseAddress, n)
         case .invalid(let reason):
             log.debug("\(c.client): closing: \(reason)")
             closeConnection(c)
         case .header(let source, let length):
-            _ = recv(c.fd, scratch.baseAddress, length - c.proxyBuffer.count, 0)
+            _ = receive(c.fd, scratch.baseAddress, length - c.proxyBuffer.count)
             c.proxyBuffer = []
             switch source {
             case .inet(let host, _): c.client = host
@@ -362,14 +365,17 @@ final class EventLoop: @unchecked Sendable {
                 return .closed
             }
         }
-        while true {
-            let n = recv(c.fd, scratch.baseAddress, scratch.count, 0)
-            if n > 0 { return .data(n) }
-            if n == 0 { return .closed }
-            if errno == EINTR { continue }
-            if errno == EAGAIN { return .wouldBlock }
-            return .closed
+        switch receive(c.fd, scratch.baseAddress, scratch.count) {
+        case .done(let n)? where n > 0: return .data(n)
+        case .wouldBlock?: return .wouldBlock
+        default: return .closed
         }
+    }
+
+    /// recv(2) through the one syscall helper (EINTR retried, EAGAIN as `.wouldBlock`); nil
+    /// when the connection failed. `.done(0)` is the peer's orderly close.
+    private func receive(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ flags: Int32 = 0) -> IOResult<Int>? {
+        try? syscall("recv") { recv(fd, buffer, count, flags) }
     }
 
     /// Takes `count` new bytes from the scratch buffer and answers what they complete.
@@ -519,11 +525,11 @@ final class EventLoop: @unchecked Sendable {
                 return nil
             }
         }
-        while true {
-            let n = send(c.fd, bytes, count, Int32(MSG_NOSIGNAL))
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            if errno != EAGAIN { closeConnection(c) }
+        switch try? syscall("send", { send(c.fd, bytes, count, Int32(MSG_NOSIGNAL)) }) {
+        case .done(let n)?: return n
+        case .wouldBlock?: return nil
+        case nil:
+            closeConnection(c)
             return nil
         }
     }
@@ -534,7 +540,7 @@ final class EventLoop: @unchecked Sendable {
         // response, so there is nothing to linger for.
         if c.clientAskedToClose, c.inputStart >= c.input.count {
             var probe: UInt8 = 0
-            if recv(c.fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) < 0 && errno == EAGAIN {
+            if case .wouldBlock? = receive(c.fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) {
                 closeConnection(c)
                 return
             }
@@ -547,12 +553,13 @@ final class EventLoop: @unchecked Sendable {
 
     private func linger(_ c: Connection) {
         while true {
-            let n = recv(c.fd, scratch.baseAddress, scratch.count, 0)
-            if n > 0 { continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN { return }
-            closeConnection(c)
-            return
+            switch receive(c.fd, scratch.baseAddress, scratch.count) {
+            case .done(let n)? where n > 0: continue
+            case .wouldBlock?: return
+            default:
+                closeConnection(c)
+                return
+            }
         }
     }
 

@@ -7,7 +7,7 @@ import Glibc
 enum Epoll {
     static let readable = UInt32(EPOLLIN.rawValue)
     static let writable = UInt32(EPOLLOUT.rawValue)
-    static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue) | UInt32(EPOLLRDHUP.rawValue)
+    static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue)
     /// Only one of the loops sharing a listener is woken per connection (Linux 4.5).
     static let exclusive = UInt32(1) << 28
 
