@@ -15,8 +15,17 @@ public struct HTTPLimits: Sendable {
 public enum HTTPVersion: Sendable, Equatable {
     case http10
     case http11
+    /// A stream of an HTTP/2 connection (RFC 9113); never produced by this parser.
+    case http2
 
-    public var text: String { self == .http10 ? "HTTP/1.0" : "HTTP/1.1" }
+    /// As the access log writes it.
+    public var text: String {
+        switch self {
+        case .http10: return "HTTP/1.0"
+        case .http11: return "HTTP/1.1"
+        case .http2: return "HTTP/2.0"
+        }
+    }
 }
 
 public enum HTTPMethod: Sendable, Equatable {

@@ -1,0 +1,69 @@
+import AASAHTTP
+
+/// A response's status and headers, prepared once (per site version for the association
+/// files, per message for the rest) in both wire forms: HTTP/1.1 head bytes up to `Date: `,
+/// and header fields for HTTP/2. The `Date` and, for HTTP/1.1, the connection header and the
+/// blank line are added by the session that writes it.
+public final class ResponseHead: Sendable {
+    public let status: HTTPStatus
+    /// `HTTP/1.1 200 OK\r\n…Date: ` — everything before the date's value.
+    let http1: [UInt8]
+    /// Lower-case names and values, without `:status`, `date` or connection-specific fields
+    /// (RFC 9113 §8.2.2).
+    let fields: [(name: String, value: String)]
+    /// The body length the head announces (`Content-Length`).
+    let contentLength: Int?
+
+    init(status: HTTPStatus, fields: [(name: String, value: String)], contentLength: Int?) {
+        self.status = status
+        self.fields = contentLength.map { fields + [("content-length", String($0))] } ?? fields
+        self.contentLength = contentLength
+        var head = "\(status.statusLine)\r\n"
+        for (name, value) in self.fields { head += "\(ResponseHead.http1Name(name)): \(value)\r\n" }
+        head += "Date: "
+        self.http1 = Array(head.utf8)
+    }
+
+    /// The conventional capitalisation on HTTP/1.1 (`content-type` → `Content-Type`,
+    /// `etag` → `ETag`); field names are case-insensitive, but people read these heads.
+    private static func http1Name(_ name: String) -> String {
+        switch name {
+        case "etag": return "ETag"
+        case "x-content-type-options": return "X-Content-Type-Options"
+        default:
+            var out = ""
+            var upper = true
+            for c in name {
+                out.append(upper ? Character(c.uppercased()) : c)
+                upper = c == "-"
+            }
+            return out
+        }
+    }
+}
+
+/// What a handler answers: a prepared head and the body by reference. The body array's
+/// storage is shared with the site's prepared bytes; nothing here copies it.
+struct Response {
+    let head: ResponseHead
+    let body: [UInt8]
+    /// False for `HEAD` and for statuses without content: the head only.
+    let sendsBody: Bool
+    /// The site's name, or "unknown" when the host is not configured (a fixed label set keeps
+    /// the metrics' cardinality bounded whatever hosts clients send); "" for admin requests.
+    let siteLabel: String
+
+    var status: Int { head.status.rawValue }
+    /// Body bytes sent, for the access log.
+    var bodyBytes: Int { sendsBody ? body.count : 0 }
+
+    /// A small `text/plain` message.
+    static func message(_ status: HTTPStatus, _ text: String, request: HTTPRequest?, site: String,
+                        extraFields: [(name: String, value: String)] = []) -> Response {
+        let body = Array(text.utf8)
+        let head = ResponseHead(status: status,
+                                fields: [("content-type", "text/plain; charset=utf-8")] + extraFields + [("x-content-type-options", "nosniff")],
+                                contentLength: body.count)
+        return Response(head: head, body: body, sendsBody: request?.method != .head, siteLabel: site)
+    }
+}
