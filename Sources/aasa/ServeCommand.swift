@@ -90,7 +90,7 @@ struct ServeCommand: ParsableCommand {
         let grace = shutdownGrace ?? env.int("AASA_SHUTDOWN_GRACE") ?? 10
         guard grace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
         c.shutdownGraceSeconds = grace
-        c.limits.proxyProtocol = proxyProtocol || env.flag("AASA_PROXY_PROTOCOL")
+        c.transport.proxyProtocol = proxyProtocol || env.flag("AASA_PROXY_PROTOCOL")
         c.dev = dev
 
         let status = Server(configuration: c).run()

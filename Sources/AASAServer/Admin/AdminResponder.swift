@@ -2,38 +2,30 @@ import AASACore
 import AASAHTTP
 
 /// The admin listener (SPEC 3.5): health, readiness, Prometheus metrics and a JSON status.
-struct AdminResponder {
-    static func respond(to request: HTTPRequest, state: ServerState, date: [UInt8], into out: inout [UInt8]) -> Int {
+enum AdminResponder {
+    static func respond(to request: HTTPRequest, state: ServerState) -> Response {
+        let noStore = [(name: "cache-control", value: "no-store")]
         guard request.method == .get || request.method == .head else {
-            Responder.simple(.methodNotAllowed, "only GET and HEAD\n", request: request, date: date, extraHeaders: "Allow: GET, HEAD\r\n", into: &out)
-            return 405
+            return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: "", extraFields: [("allow", "GET, HEAD")])
         }
         switch request.path {
         case "/healthz":
-            Responder.simple(.ok, "ok\n", request: request, date: date, into: &out)
-            return 200
+            return .message(.ok, "ok\n", request: request, site: "")
         case "/readyz":
             if state.draining.load(ordering: .relaxed) {
-                Responder.simple(.serviceUnavailable, "draining\n", request: request, date: date, into: &out)
-                return 503
+                return .message(.serviceUnavailable, "draining\n", request: request, site: "")
             }
             if !state.ready.load(ordering: .relaxed) {
-                Responder.simple(.serviceUnavailable, "starting\n", request: request, date: date, into: &out)
-                return 503
+                return .message(.serviceUnavailable, "starting\n", request: request, site: "")
             }
-            Responder.simple(.ok, "ready\n", request: request, date: date, into: &out)
-            return 200
+            return .message(.ok, "ready\n", request: request, site: "")
         case "/metrics":
-            Responder.simple(.ok, metrics(state), request: request, date: date,
-                             contentType: "text/plain; version=0.0.4; charset=utf-8", into: &out)
-            return 200
+            return .message(.ok, metrics(state), request: request, site: "", contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/status":
-            Responder.simple(.ok, status(state.snapshots.load().0) + "\n", request: request, date: date,
-                             extraHeaders: "Cache-Control: no-store\r\n", contentType: "application/json", into: &out)
-            return 200
+            return .message(.ok, status(state.snapshots.load().0) + "\n", request: request, site: "",
+                            contentType: "application/json", extraFields: noStore)
         default:
-            Responder.simple(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, date: date, into: &out)
-            return 404
+            return .message(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, site: "")
         }
     }
 

@@ -11,45 +11,38 @@ enum Dashboard {
         return snapshot.index.lookup(host) == nil
     }
 
-    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, dev: DevelopmentMode, date: [UInt8],
-                        into out: inout [UInt8]) -> Int {
+    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, dev: DevelopmentMode) -> Response {
         guard request.method == .get || request.method == .head else {
-            Responder.simple(.methodNotAllowed, "only GET and HEAD\n", request: request, date: date, extraHeaders: "Allow: GET, HEAD\r\n", into: &out)
-            return 405
+            return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: "dashboard", extraFields: [("allow", "GET, HEAD")])
         }
-        let noStore = "Cache-Control: no-store\r\n"
+        let noStore = [(name: "cache-control", value: "no-store")]
         switch request.path {
         case "/":
-            Responder.simple(.ok, page, request: request, date: date,
-                             extraHeaders: noStore + "Content-Security-Policy: default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'\r\n",
-                             contentType: "text/html; charset=utf-8", into: &out)
+            return .message(.ok, page, request: request, site: "dashboard", contentType: "text/html; charset=utf-8",
+                             extraFields: noStore + [("content-security-policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")])
         case "/api/sites":
-            Responder.simple(.ok, sitesJSON(snapshot), request: request, date: date, extraHeaders: noStore, contentType: "application/json", into: &out)
+            return .message(.ok, sitesJSON(snapshot), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/api/fetches":
-            Responder.simple(.ok, fetchesJSON(dev.fetches.recent()), request: request, date: date, extraHeaders: noStore, contentType: "application/json", into: &out)
+            return .message(.ok, fetchesJSON(dev.fetches.recent()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/api/match":
             let url = query(request.target, "url") ?? ""
-            Responder.simple(.ok, matchJSON(url, snapshot: snapshot), request: request, date: date, extraHeaders: noStore, contentType: "application/json", into: &out)
+            return .message(.ok, matchJSON(url, snapshot: snapshot), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/ca.pem":
-            guard let der = dev.certificates.caDER() else { return notFound(request, date, &out) }
+            guard let der = dev.certificates.caDER() else { return notFound(request) }
             let pem = "-----BEGIN CERTIFICATE-----\n" + Base64.encode(der, lineLength: 64) + "\n-----END CERTIFICATE-----\n"
-            Responder.simple(.ok, pem, request: request, date: date,
-                             extraHeaders: "Content-Disposition: attachment; filename=\"aasa-development-ca.pem\"\r\n",
-                             contentType: "application/x-pem-file", into: &out)
+            return .message(.ok, pem, request: request, site: "dashboard", contentType: "application/x-pem-file",
+                             extraFields: [("content-disposition", "attachment; filename=\"aasa-development-ca.pem\"")])
         case "/ca.mobileconfig":
-            guard let der = dev.certificates.caDER() else { return notFound(request, date, &out) }
-            Responder.simple(.ok, MobileConfig.profile(caDER: der), request: request, date: date,
-                             extraHeaders: "Content-Disposition: attachment; filename=\"aasa-development-ca.mobileconfig\"\r\n",
-                             contentType: "application/x-apple-aspen-config", into: &out)
+            guard let der = dev.certificates.caDER() else { return notFound(request) }
+            return .message(.ok, MobileConfig.profile(caDER: der), request: request, site: "dashboard", contentType: "application/x-apple-aspen-config",
+                             extraFields: [("content-disposition", "attachment; filename=\"aasa-development-ca.mobileconfig\"")])
         default:
-            return notFound(request, date, &out)
+            return notFound(request)
         }
-        return 200
     }
 
-    private static func notFound(_ request: HTTPRequest, _ date: [UInt8], _ out: inout [UInt8]) -> Int {
-        Responder.simple(.notFound, "not found\n", request: request, date: date, into: &out)
-        return 404
+    private static func notFound(_ request: HTTPRequest) -> Response {
+        .message(.notFound, "not found\n", request: request, site: "dashboard")
     }
 
     /// A query parameter of the request target, percent-decoded (`+` as a space, as forms send it).

@@ -57,12 +57,13 @@ struct Response {
     /// Body bytes sent, for the access log.
     var bodyBytes: Int { sendsBody ? body.count : 0 }
 
-    /// A small `text/plain` message.
+    /// A message made for this request (`text/plain` unless told otherwise).
     static func message(_ status: HTTPStatus, _ text: String, request: HTTPRequest?, site: String,
+                        contentType: String = "text/plain; charset=utf-8",
                         extraFields: [(name: String, value: String)] = []) -> Response {
         let body = Array(text.utf8)
         let head = ResponseHead(status: status,
-                                fields: [("content-type", "text/plain; charset=utf-8")] + extraFields + [("x-content-type-options", "nosniff")],
+                                fields: [("content-type", contentType)] + extraFields + [("x-content-type-options", "nosniff")],
                                 contentLength: body.count)
         return Response(head: head, body: body, sendsBody: request?.method != .head, siteLabel: site)
     }

@@ -7,9 +7,6 @@ import Glibc
 public enum ListenerKind: UInt8, Sendable {
     case https, http, admin
 
-    /// Where a connection starts once any PROXY header is read.
-    var firstPhase: Connection.Phase { self == .https ? .handshake : .open }
-
     var name: String {
         switch self {
         case .https: return "https"
@@ -19,14 +16,20 @@ public enum ListenerKind: UInt8, Sendable {
     }
 }
 
-/// One client connection, owned by the loop that accepted it and touched only by its thread.
-final class Connection {
-    enum Phase {
+/// One client connection: its transport stages (PROXY header, TLS) and then its protocol
+/// session, glued together. It moves bytes between the ``ByteStream`` and the session and
+/// tells the loop what it waits for; the loop owns the descriptor's registration, the timers
+/// and the close. Touched only by the thread of the loop that accepted it.
+final class Connection: RequestDispatch {
+    enum Stage {
         /// Waiting for the PROXY protocol header (`--proxy-protocol`), before TLS or HTTP.
         case proxyHeader
+        /// TLS, before the first byte: no TLS state exists yet, so a connection that never
+        /// speaks costs what an idle plain one does.
+        case awaitingClientHello
         /// TLS handshake in progress.
         case handshake
-        /// Reading requests and writing responses.
+        /// A protocol session reads requests and writes responses.
         case open
         /// The response that ends the connection is sent and our side is shut: reading and
         /// discarding until the client closes, so unread input cannot turn our close into a
@@ -35,67 +38,318 @@ final class Connection {
     }
 
     let fd: Int32
-    let kind: ListenerKind
-    /// The client's address: the peer's, or the one a PROXY header gave.
-    var client: String
-    var phase: Phase
-    /// Bytes of a PROXY header that arrived in pieces.
-    var proxyBuffer: [UInt8] = []
-    var ssl: OpaquePointer?
+    /// Unique per loop: tells a timer entry of this connection from one of an earlier
+    /// connection that had the same descriptor.
+    let serial: UInt64
+    private(set) var facts: ConnectionFacts
+    private unowned let loop: LoopContext
+    private(set) var stage: Stage
+    private var proxy = ProxyStage()
+    private var stream: ByteStream
+    private var session: ProtocolSession?
+    private var output = Output()
+    private var hostCache = HostCache()
+    /// The TLS library needs writability to go on with a read (or readability with a write).
+    private var readNeedsWritable = false
+    private var writeNeedsReadable = false
+    /// Deadline of the transport stages (PROXY header, handshake, lingering).
+    private var stageDeadline: Int64
+    /// When unsent output last made progress.
+    private var lastWrite: Int64
     /// Keeps the certificate store alive while the ServerName callback may read it.
-    var handshakeStore: CertificateStore?
-    var certificate: TLSCertificate?
-    /// The TLS library asked to wait for writability to make progress on a read (or the reverse).
-    var tlsWantsWrite = false
+    private var handshakeStore: CertificateStore?
 
-    var input: [UInt8] = []
-    var inputStart = 0
-    var parser = RequestParser()
-    var output: [UInt8] = []
-    var outputSent = 0
-    /// Body bytes of the current request still to be read and discarded.
-    var discardBody = 0
-    var closeAfterFlush = false
-    /// The last request said `Connection: close` (or was HTTP/1.0 without keep-alive).
-    var clientAskedToClose = false
-
-    /// When the request head now being received started, or nil between requests.
-    var headStarted: Int64?
-    var headStartedMicroseconds: Int64 = 0
-    /// Deadline for the current phase; the loop's sweep closes the connection after it.
-    var deadline: Int64
-    var lastActivity: Int64
-    var acceptedAt: Int64
-    var requestsServed = 0
-    /// The epoll events currently registered.
+    /// The epoll events registered for it (kept by the loop).
     var interest: UInt32 = 0
+    /// The time of its live timer entry, if any (kept by the loop).
+    var scheduledAt: Int64?
 
-    init(fd: Int32, kind: ListenerKind, client: String, now: Int64, handshakeTimeout: Int64, expectsProxyHeader: Bool) {
+    init(fd: Int32, serial: UInt64, listener: ListenerKind, client: String, loop: LoopContext) {
         self.fd = fd
-        self.kind = kind
-        self.client = client
-        self.phase = expectsProxyHeader ? .proxyHeader : kind.firstPhase
-        self.deadline = now + handshakeTimeout
-        self.lastActivity = now
-        self.acceptedAt = now
+        self.serial = serial
+        self.loop = loop
+        self.facts = ConnectionFacts(listener: listener, client: client, certificate: nil)
+        self.stream = .plain(fd)
+        self.lastWrite = loop.clock.now
+        if loop.transport.proxyProtocol, listener != .admin {
+            stage = .proxyHeader
+            stageDeadline = loop.clock.now + loop.transport.handshakeTimeout
+        } else if listener == .https {
+            stage = .awaitingClientHello
+            stageDeadline = loop.clock.now + loop.transport.handshakeTimeout
+        } else {
+            stage = .open
+            stageDeadline = 0
+        }
+        if stage == .open { startSession() }
     }
 
-    /// A large body being written straight from a site's prepared bytes, not copied.
-    var largeBody: [UInt8]?
-    var largeBodySent = 0
-    /// The last host this connection asked for, resolved.
-    var hostCache = HostCache()
+    // MARK: - What the loop asks
 
-    var hasPendingOutput: Bool { outputSent < output.count || largeBody != nil }
-    var hasPartialRequest: Bool { inputStart < input.count || headStarted != nil }
+    /// Handles readiness. Returns false when the connection is finished: the loop closes it.
+    func handle(events: UInt32) -> Bool {
+        if events & Epoll.hangup != 0, events & Epoll.readable == 0 { return false }
+        switch stage {
+        case .proxyHeader:
+            return readProxyHeader()
+        case .awaitingClientHello, .handshake:
+            return handshake()
+        case .open:
+            if events & Epoll.writable != 0 || readNeedsWritable {
+                readNeedsWritable = false
+                guard flush() else { return false }
+            }
+            if stage == .open, events & Epoll.readable != 0 || writeNeedsReadable {
+                writeNeedsReadable = false
+                return readAndAnswer()
+            }
+            return true
+        case .lingering:
+            return linger()
+        }
+    }
 
-    /// True when nothing is in flight: no partial request, no unsent response.
-    var isIdle: Bool { phase == .open && !hasPendingOutput && !hasPartialRequest && discardBody == 0 }
+    /// The events to wait for now.
+    var wantedEvents: UInt32 {
+        switch stage {
+        case .proxyHeader, .awaitingClientHello, .lingering:
+            return Epoll.readable
+        case .handshake:
+            return readNeedsWritable ? Epoll.writable : Epoll.readable
+        case .open:
+            var want: UInt32 = 0
+            if !output.isEmpty || readNeedsWritable { want |= Epoll.writable }
+            if acceptsInput || writeNeedsReadable { want |= Epoll.readable }
+            return want
+        }
+    }
 
-    /// Marks the first byte of a request head: starts the header timeout and the duration
-    /// the access log reports.
-    func startHead(_ now: Int64) {
-        headStarted = now
-        headStartedMicroseconds = monotonicMicroseconds()
+    /// When ``deadlineReached()`` is due.
+    var deadline: Int64? {
+        switch stage {
+        case .proxyHeader, .awaitingClientHello, .handshake, .lingering:
+            return stageDeadline
+        case .open:
+            if !output.isEmpty { return lastWrite + loop.transport.writeStallTimeout }
+            return session?.deadline
+        }
+    }
+
+    /// A deadline passed. Returns false when the connection is to be closed.
+    func deadlineReached() -> Bool {
+        guard stage == .open, let session, output.isEmpty else { return false }
+        session.deadlineReached(output: &output)
+        if session.isClosing, output.isEmpty { return false }
+        return flush()
+    }
+
+    /// Graceful stop. Returns false when the connection can close now.
+    func drain() -> Bool {
+        guard stage == .open, let session else { return true }
+        session.drain(output: &output)
+        if session.isClosing, output.isEmpty { return false }
+        return flush()
+    }
+
+    /// Frees the TLS state; the loop closes the descriptor.
+    func release() {
+        stream = .plain(fd)
+        handshakeStore = nil
+        session = nil
+    }
+
+    // MARK: - Transport stages
+
+    private func readProxyHeader() -> Bool {
+        switch proxy.read(fd, scratch: loop.scratch) {
+        case .needMore:
+            return true
+        case .failed(let reason):
+            loop.log.debug("\(facts.client): closing: \(reason)")
+            return false
+        case .done(let client):
+            if let client { facts.client = client }
+            stageDeadline = loop.clock.now + loop.transport.handshakeTimeout
+            if facts.listener == .https {
+                stage = .awaitingClientHello
+                return handshake()
+            }
+            stage = .open
+            startSession()
+            return readAndAnswer()
+        }
+    }
+
+    private func handshake() -> Bool {
+        if stage == .awaitingClientHello {
+            let certificates = loop.snapshot.certificates
+            guard let certificate = certificates.defaultCertificate, let tls = try? TLSStream(serverContext: certificate.context, fd: fd) else {
+                loop.missingCertificate()
+                return false
+            }
+            // The ServerName callback reads the store from ex-data slot 0; the reference held
+            // here keeps it alive until the handshake is over.
+            _ = SSL_set_ex_data(tls.ssl, 0, Unmanaged.passUnretained(certificates).toOpaque())
+            handshakeStore = certificates
+            stream = .tls(tls)
+            stage = .handshake
+        }
+        guard case .tls(let tls) = stream else { return false }
+        switch tls.handshake() {
+        case .done:
+            loop.state.metrics.tlsHandshakes.add(1, ordering: .relaxed)
+            facts.certificate = handshakeStore?.select(serverName: tls.serverName)
+            _ = SSL_set_ex_data(tls.ssl, 0, nil)
+            handshakeStore = nil
+            readNeedsWritable = false
+            stage = .open
+            startSession()
+            // Application data may have arrived with the last handshake flight.
+            return readAndAnswer()
+        case .wantRead:
+            readNeedsWritable = false
+            return true
+        case .wantWrite:
+            readNeedsWritable = true
+            return true
+        case .closed, .failed:
+            loop.state.metrics.tlsHandshakeErrors.add(1, ordering: .relaxed)
+            // Plain HTTP sent to the TLS port: answer it in plain HTTP, as nginx does, then close.
+            guard tls.receivedPlainHTTP else { return false }
+            stream = .plain(fd)
+            handshakeStore = nil
+            stage = .open
+            output.buffer.append(contentsOf: Connection.plainHTTPAnswer(date: loop.clock.date))
+            return flushThenClose()
+        }
+    }
+
+    private static func plainHTTPAnswer(date: [UInt8]) -> [UInt8] {
+        let body = "this port speaks HTTPS; plain HTTP was sent\n"
+        return Array("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nX-Content-Type-Options: nosniff\r\nDate: ".utf8)
+            + date + Array("\r\nConnection: close\r\n\r\n\(body)".utf8)
+    }
+
+    private func startSession() {
+        let session = HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self)
+        self.session = session
+        if loop.draining { session.drain(output: &output) }
+    }
+
+    // MARK: - Reading and writing
+
+    /// Whether to read now: the session wants input and the output is not backed up.
+    private var acceptsInput: Bool {
+        guard let session else { return false }
+        return session.wantsInput && output.body == nil && output.pending < loop.http1.outputHighWater
+    }
+
+    /// Reads what is available and lets the session answer it. Returns false when the
+    /// connection is to be closed.
+    private func readAndAnswer() -> Bool {
+        let scratch = loop.scratch
+        while stage == .open, acceptsInput, let session {
+            switch stream.read(into: scratch.baseAddress!, count: scratch.count) {
+            case .done(let n):
+                session.receive(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), output: &output)
+                guard flush() else { return false }
+                // Level-triggered epoll reports more data in the socket; only what TLS has
+                // already read in needs another read now. Saves a read that would block.
+                if n < scratch.count, !stream.hasBufferedInput { return true }
+            case .wantRead:
+                return true
+            case .wantWrite:
+                readNeedsWritable = true
+                return true
+            case .closed:
+                session.peerClosed(output: &output)
+                // Nothing left to send: close now, there is nothing to linger for.
+                return output.isEmpty ? false : flush()
+            case .failed:
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Writes pending output: the buffer, then a large body from its prepared bytes. When
+    /// everything is out the session queues what waited behind it (a pipelined request, more
+    /// frames). Returns false when the connection is to be closed.
+    private func flush() -> Bool {
+        while true {
+            while output.sent < output.buffer.count {
+                let r = output.buffer.withUnsafeBytes { stream.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
+                guard case .done(let n) = r else { return waitForWrite(r) }
+                output.sent += n
+                lastWrite = loop.clock.now
+            }
+            if let body = output.body {
+                while output.bodySent < body.count {
+                    let r = body.withUnsafeBytes { stream.write($0.baseAddress! + output.bodySent, count: $0.count - output.bodySent) }
+                    guard case .done(let n) = r else { return waitForWrite(r) }
+                    output.bodySent += n
+                    lastWrite = loop.clock.now
+                }
+            }
+            output.reset()
+            guard let session else { return false }
+            if session.isClosing { return startClosing() }
+            session.resume(output: &output)
+            if output.isEmpty { return session.isClosing ? startClosing() : true }
+        }
+    }
+
+    private func waitForWrite(_ r: TLSStream.Progress) -> Bool {
+        switch r {
+        case .wantWrite: return true
+        case .wantRead: writeNeedsReadable = true; return true
+        default: return false
+        }
+    }
+
+    private func flushThenClose() -> Bool {
+        while output.sent < output.buffer.count {
+            let r = output.buffer.withUnsafeBytes { stream.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
+            guard case .done(let n) = r else { break }
+            output.sent += n
+        }
+        return startClosing()
+    }
+
+    /// Everything is written and the session is done: close at once when nothing can be
+    /// lost, else shut our side and linger.
+    private func startClosing() -> Bool {
+        if case .tls(let tls) = stream { tls.shutdown() }
+        if let session, !session.lingersOnClose {
+            var probe: UInt8 = 0
+            if case .wouldBlock? = try? syscall("recv", { recv(fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) }) {
+                return false
+            }
+        }
+        Glibc.shutdown(fd, Int32(SHUT_WR))
+        stage = .lingering
+        stageDeadline = loop.clock.now + loop.transport.lingerTimeout
+        return true
+    }
+
+    private func linger() -> Bool {
+        let scratch = loop.scratch
+        while true {
+            switch try? syscall("recv", { recv(fd, scratch.baseAddress, scratch.count, 0) }) {
+            case .done(let n)? where n > 0: continue
+            case .wouldBlock?: return true
+            default: return false
+            }
+        }
+    }
+
+    // MARK: - RequestDispatch
+
+    func respond(to request: HTTPRequest, startedMicroseconds: Int64) -> Response {
+        loop.respond(to: request, connection: facts, cache: &hostCache, startedMicroseconds: startedMicroseconds)
+    }
+
+    func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response {
+        loop.refuse(error, connection: facts, startedMicroseconds: startedMicroseconds)
     }
 }

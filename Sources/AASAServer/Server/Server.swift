@@ -17,7 +17,9 @@ public struct ServerConfiguration: Sendable {
     public var logFormat = LogFormat.text
     public var cacheControl = "public, max-age=3600"
     public var shutdownGraceSeconds = 10
-    public var limits = ConnectionLimits()
+    /// Settings of each layer, each handed to the layer that reads it.
+    public var transport = TransportConfiguration()
+    public var http1 = HTTP1Configuration()
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false
@@ -85,7 +87,7 @@ public final class Server {
         do {
             for i in 0..<max(1, configuration.workers) {
                 let own = listeners.filter { $0.kind != .admin || i == 0 }
-                loops.append(try EventLoop(id: i, state: state, listeners: own, limits: configuration.limits,
+                loops.append(try EventLoop(id: i, state: state, listeners: own, transport: configuration.transport, http1: configuration.http1,
                                            log: log, accessLogFormat: configuration.logFormat))
             }
         } catch {

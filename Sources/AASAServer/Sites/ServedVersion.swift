@@ -3,17 +3,17 @@ import AASAHTTP
 
 /// One good version of a site's file and its responses, prepared once when it is loaded:
 /// the hot path copies these bytes and the current date, nothing else (STYLE: prepared bytes).
-public final class ServedVersion: @unchecked Sendable {
+public final class ServedVersion: Sendable {
     public let file: AASAFile
     /// The strong validator, quoted: `"3f5a…"` (first 16 hex digits of the SHA-256 of the bytes).
     public let etag: String
     /// The file's modification time, seconds since 1970.
     public let lastModified: Int
     let body: [UInt8]
-    /// `HTTP/1.1 200 OK` and every header up to `Date: `; the date and the end follow.
-    let okHead: [UInt8]
+    /// `200 OK` with every header but the date.
+    let okHead: ResponseHead
     /// The same for `304 Not Modified` (no body, no Content-Length or Content-Type).
-    let notModifiedHead: [UInt8]
+    let notModifiedHead: ResponseHead
 
     public var version: String { String(etag.dropFirst().dropLast()) }
 
@@ -22,9 +22,12 @@ public final class ServedVersion: @unchecked Sendable {
         self.body = file.bytes
         self.etag = "\"" + Digest.sha256Hex(file.bytes).prefix(16) + "\""
         self.lastModified = lastModified
-        let common = "ETag: \(etag)\r\nLast-Modified: \(HTTPDate.format(lastModified))\r\nCache-Control: \(cacheControl)\r\nX-Content-Type-Options: nosniff\r\n"
-        okHead = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(file.bytes.count)\r\n\(common)Date: ".utf8)
-        notModifiedHead = Array("HTTP/1.1 304 Not Modified\r\n\(common)Date: ".utf8)
+        let common: [(name: String, value: String)] = [
+            ("etag", etag), ("last-modified", HTTPDate.format(lastModified)), ("cache-control", cacheControl),
+            ("x-content-type-options", "nosniff"),
+        ]
+        okHead = ResponseHead(status: .ok, fields: [("content-type", "application/json")] + common, contentLength: file.bytes.count)
+        notModifiedHead = ResponseHead(status: .notModified, fields: common, contentLength: nil)
     }
 
     /// If-None-Match decides when present; otherwise If-Modified-Since (RFC 9110 §13.2.2).

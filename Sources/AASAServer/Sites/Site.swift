@@ -1,7 +1,8 @@
 import AASACore
 
 /// A site of the config directory as last loaded: what it serves and what is wrong with it.
-public final class Site: @unchecked Sendable {
+/// Immutable once published: a reload that changes anything about a site makes a new object.
+public final class Site: Sendable {
     public enum State: String, Sendable {
         /// The newest file is valid and served.
         case serving
@@ -18,7 +19,7 @@ public final class Site: @unchecked Sendable {
     /// The newest file read, whether or not it is served.
     public let newest: AASAFile
     /// Whether a certificate covers the site (nil when the server has no TLS listener).
-    public internal(set) var certificateCovers: Bool?
+    public let certificateCovers: Bool?
 
     public var state: State {
         if newest.isValid { return .serving }
@@ -30,17 +31,24 @@ public final class Site: @unchecked Sendable {
         newest.isValid ? nil : newest.diagnostics.first { $0.severity == .error }
     }
 
-    init(name: SiteName, path: String, served: ServedVersion?, newest: AASAFile) {
+    init(name: SiteName, path: String, served: ServedVersion?, newest: AASAFile, certificateCovers: Bool? = nil) {
         self.name = name
         self.path = path
         self.served = served
         self.newest = newest
+        self.certificateCovers = certificateCovers
+    }
+
+    /// The same site with its certificate coverage: itself when that is unchanged.
+    func with(certificateCovers: Bool?) -> Site {
+        if certificateCovers == self.certificateCovers { return self }
+        return Site(name: name, path: path, served: served, newest: newest, certificateCovers: certificateCovers)
     }
 }
 
 /// Everything a request needs, built whole and published at once (SPEC 3.4): readers never
 /// see half of a reload.
-public final class SiteSnapshot: @unchecked Sendable {
+public final class SiteSnapshot: Sendable {
     public let sites: [Site]
     public let index: SiteIndex<Site>
     public let certificates: CertificateStore

@@ -22,7 +22,7 @@ struct SnapshotBuilder {
     func build(previous: SiteSnapshot?) -> SiteSnapshot {
         let previous = previous ?? .empty
         let certificates = loadCertificates(previous: previous)
-        let sites: [Site]
+        var sites: [Site]
         do {
             sites = try loadSites(previous: previous)
         } catch {
@@ -30,12 +30,15 @@ struct SnapshotBuilder {
             return SiteSnapshot(sites: previous.sites, certificates: certificates.store, certificateFingerprint: certificates.fingerprint)
         }
         if usesTLS {
-            for site in sites {
+            // Coverage goes into new Site objects, never into ones already published (a reused
+            // site may be read by a loop right now).
+            sites = sites.map { site in
                 let probe = site.name.isWildcard ? "a." + site.name.host : site.name.host
-                site.certificateCovers = certificates.store.covers(probe)
-                if site.certificateCovers == false, previous.index[site.name]?.certificateCovers != false {
+                let covered = certificates.store.covers(probe)
+                if !covered, previous.index[site.name]?.certificateCovers != false {
                     log.warning("site \(site.name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
                 }
+                return site.with(certificateCovers: covered)
             }
         }
         return SiteSnapshot(sites: sites, certificates: certificates.store, certificateFingerprint: certificates.fingerprint)

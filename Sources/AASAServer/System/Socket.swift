@@ -116,7 +116,7 @@ enum Socket {
             var storage = SocketAddress.Storage()
             _ = storage.fill(host: address.host, port: address.port, family: address.family)
             let length = storage.length
-            try withUnsafePointer(to: &storage.storage) { (p: UnsafePointer<sockaddr_storage>) throws(SystemError) in
+            _ = try withUnsafePointer(to: &storage.storage) { (p: UnsafePointer<sockaddr_storage>) throws(SystemError) in
                 try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa: UnsafePointer<sockaddr>) throws(SystemError) in
                     try check("bind \(address)") { bind(fd, sa, length) }
                 }
@@ -132,7 +132,7 @@ enum Socket {
     static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        try withUnsafeMutablePointer(to: &storage) { (p: UnsafeMutablePointer<sockaddr_storage>) throws(SystemError) in
+        _ = try withUnsafeMutablePointer(to: &storage) { (p: UnsafeMutablePointer<sockaddr_storage>) throws(SystemError) in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa: UnsafeMutablePointer<sockaddr>) throws(SystemError) in
                 try check("getsockname") { getsockname(fd, sa, &length) }
             }
@@ -140,10 +140,18 @@ enum Socket {
         return SocketAddress.from(storage)
     }
 
-    /// Accepts one connection, non-blocking and close-on-exec, or nil when none is waiting.
-    /// Errors that concern only the connection being accepted (it was reset, the process is out
-    /// of descriptors for the moment) are reported as nil too, so the listener keeps going.
-    static func accept(_ fd: Int32) -> (Int32, SocketAddress)? {
+    enum Accepted {
+        case accepted(Int32, SocketAddress)
+        /// Nothing waiting, or a connection that failed before we took it (reset, aborted):
+        /// the listener keeps going.
+        case none
+        /// EMFILE/ENFILE (or no memory for the socket): the connection stays in the backlog
+        /// and the listener stays readable until a descriptor frees.
+        case outOfDescriptors(SystemError)
+    }
+
+    /// Accepts one connection, non-blocking and close-on-exec.
+    static func accept(_ fd: Int32) -> Accepted {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let client = withUnsafeMutablePointer(to: &storage) { p in
@@ -151,9 +159,15 @@ enum Socket {
                 aasa_accept4(fd, sa, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
             }
         }
-        guard client >= 0 else { return nil }
+        guard client >= 0 else {
+            let e = errno
+            switch e {
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM: return .outOfDescriptors(SystemError("accept4", errno: e))
+            default: return .none
+            }
+        }
         try? setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        return (client, SocketAddress.from(storage))
+        return .accepted(client, SocketAddress.from(storage))
     }
 
     static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {

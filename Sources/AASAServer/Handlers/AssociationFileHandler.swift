@@ -1,0 +1,67 @@
+import AASACore
+import AASAHTTP
+
+/// The association files of the configured sites (SPEC 3.2): picks the site by host, checks
+/// the connection's certificate covers it, and answers with the site's prepared response.
+enum AssociationFileHandler {
+    static let wellKnownPath = "/.well-known/apple-app-site-association"
+    static let rootPath = "/apple-app-site-association"
+
+    static func isAssociationPath(_ path: String) -> Bool {
+        path == wellKnownPath || path == rootPath
+    }
+
+    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts,
+                        cache: inout HostCache) -> Response {
+        guard let host = request.host, let (name, site) = cache.lookup(host, in: snapshot) else {
+            return .message(.notFound, "unknown host\n", request: request, site: "unknown")
+        }
+        let label = name.description
+        // The connection's certificate does not name this host: the client reached us with a
+        // connection meant for another site (RFC 9110 §15.5.20).
+        if connection.isTLS, !cache.certificateCovers(host, connection.certificate) {
+            return .message(.misdirectedRequest, "this connection's certificate does not cover \(host)\n", request: request, site: label)
+        }
+        guard isAssociationPath(request.path) else {
+            return .message(.notFound, "not found\n", request: request, site: label)
+        }
+        guard request.method == .get || request.method == .head else {
+            return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: label, extraFields: [("allow", "GET, HEAD")])
+        }
+        guard let served = site.served else {
+            return .message(.notFound, "this site's file has errors and is not served\n", request: request, site: label)
+        }
+        if served.isNotModified(ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince) {
+            return Response(head: served.notModifiedHead, body: [], sendsBody: false, siteLabel: label)
+        }
+        return Response(head: served.okHead, body: served.body, sendsBody: request.method != .head, siteLabel: label)
+    }
+}
+
+/// A connection's last host and what it resolved to. Keep-alive clients ask for the same host
+/// again and again; comparing the string is cheaper than hashing it into the site index, and the
+/// certificate check is done once per host, not once per request.
+struct HostCache {
+    private var host: String?
+    private weak var snapshot: SiteSnapshot?
+    private var entry: (name: SiteName, value: Site)?
+    private var coveredHost: String?
+    private weak var coveredCertificate: TLSCertificate?
+
+    mutating func lookup(_ host: String, in snapshot: SiteSnapshot) -> (name: SiteName, value: Site)? {
+        if self.host == host, self.snapshot === snapshot { return entry }
+        self.host = host
+        self.snapshot = snapshot
+        entry = snapshot.index.lookup(host)
+        return entry
+    }
+
+    mutating func certificateCovers(_ host: String, _ certificate: TLSCertificate?) -> Bool {
+        guard let certificate else { return false }
+        if coveredHost == host, coveredCertificate === certificate { return true }
+        guard certificate.covers(host) else { return false }
+        coveredHost = host
+        coveredCertificate = certificate
+        return true
+    }
+}

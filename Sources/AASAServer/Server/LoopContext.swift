@@ -1,0 +1,89 @@
+import AASACore
+import AASAHTTP
+
+/// What the connections of one loop share: the clock, the current snapshot, the settings of
+/// each layer, the access log and the request counters. Touched by its loop's thread only.
+final class LoopContext {
+    let state: ServerState
+    let clock = LoopClock(now: monotonicMilliseconds(), wallSecond: wallClockSeconds())
+    let transport: TransportConfiguration
+    let http1: HTTP1Configuration
+    let log: Log
+    var snapshot: SiteSnapshot
+    private(set) var accessLog: AccessLog
+    private let counters: LoopCounters
+    /// Where every read lands before a session takes the bytes.
+    let scratch: UnsafeMutableRawBufferPointer
+    /// Set once the server starts draining: new sessions start drained.
+    var draining = false
+
+    init(state: ServerState, counters: LoopCounters, transport: TransportConfiguration, http1: HTTP1Configuration,
+         log: Log, accessLogFormat: LogFormat) {
+        self.state = state
+        self.counters = counters
+        self.transport = transport
+        self.http1 = http1
+        self.log = log
+        self.accessLog = AccessLog(format: accessLogFormat)
+        self.snapshot = state.snapshots.load().0
+        self.scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    }
+
+    deinit { scratch.deallocate() }
+
+    func flushAccessLog() { accessLog.flush() }
+
+    private var missingCertificateLogged = false
+
+    /// A TLS connection arrived while no certificate is loaded: said once per loop.
+    func missingCertificate() {
+        state.metrics.tlsHandshakeErrors.add(1, ordering: .relaxed)
+        guard !missingCertificateLogged else { return }
+        missingCertificateLogged = true
+        log.error("https: no certificate loaded; closing TLS connections")
+    }
+
+    /// The one road from a request to its response, for both protocols: the handler the
+    /// listener and host call for, then the access log and the metrics.
+    func respond(to request: HTTPRequest, connection: ConnectionFacts, cache: inout HostCache, startedMicroseconds: Int64) -> Response {
+        switch connection.listener {
+        case .admin:
+            // Health checks and scrapes are neither logged nor counted: they would drown the
+            // requests that matter.
+            return AdminResponder.respond(to: request, state: state)
+        case .http where state.dev != nil && Dashboard.handles(request, snapshot: snapshot):
+            // The dashboard polls every 2 s: counted, but kept out of the access log.
+            let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!)
+            counters.count(site: response.siteLabel, status: response.status)
+            return response
+        case .http, .https:
+            let response = AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
+            if let dev = state.dev, AssociationFileHandler.isAssociationPath(request.path) {
+                dev.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
+                                   path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")
+            }
+            record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
+            return response
+        }
+    }
+
+    /// The answer to a request refused before any handler saw it (malformed, too large, too slow).
+    func refuse(_ error: HTTPError, connection: ConnectionFacts, startedMicroseconds: Int64) -> Response {
+        let response = Response.message(error.status, error.reason + "\n", request: nil, site: "unknown")
+        if connection.listener != .admin {
+            record(response, request: nil, connection: connection, startedMicroseconds: startedMicroseconds)
+        }
+        return response
+    }
+
+    private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) {
+        counters.count(site: response.siteLabel, status: response.status)
+        let target = request?.target ?? "-"
+        accessLog.append(AccessLog.Entry(
+            timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request?.host ?? "",
+            method: request?.method.text ?? "-", path: target.utf8.count <= 2048 ? target : String(target.prefix(2048)),
+            status: response.status, bytes: response.bodyBytes,
+            durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds,
+            userAgent: request?.userAgent ?? "", proto: request?.version.text ?? "HTTP/1.1"))
+    }
+}

@@ -1,0 +1,49 @@
+import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a PROXY protocol header (SPEC 3.7) in front of TLS or HTTP without reading past it:
+/// the bytes after it belong to the next layer. It peeks, then consumes only what the parser
+/// says is header; a header split across reads is kept until it is whole.
+struct ProxyStage {
+    enum Outcome {
+        /// Not complete yet: wait for readability.
+        case needMore
+        /// The header is consumed; the client's address, if it gave one.
+        case done(client: String?)
+        case failed(String)
+    }
+
+    private var partial: [UInt8] = []
+
+    mutating func read(_ fd: Int32, scratch: UnsafeMutableRawBufferPointer) -> Outcome {
+        let n: Int
+        switch try? syscall("recv", { recv(fd, scratch.baseAddress, scratch.count, Int32(MSG_PEEK)) }) {
+        case .wouldBlock?: return .needMore
+        case .done(let count)? where count > 0: n = count
+        case .done?: return .failed("closed before the PROXY header")
+        case nil: return .failed(String(cString: strerror(errno)))
+        }
+        let peeked = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
+        let result = partial.isEmpty ? ProxyHeader.parse(peeked) : (partial + peeked).withUnsafeBytes { ProxyHeader.parse($0) }
+        switch result {
+        case .needMore:
+            // Everything seen so far is header (the parser never asks for more than that).
+            partial.append(contentsOf: peeked)
+            _ = try? syscall("recv", { recv(fd, scratch.baseAddress, n, 0) })
+            return .needMore
+        case .invalid(let reason):
+            return .failed(reason)
+        case .header(let source, let length):
+            let rest = length - partial.count
+            _ = try? syscall("recv", { recv(fd, scratch.baseAddress, rest, 0) })
+            partial = []
+            switch source {
+            case .inet(let host, _): return .done(client: host)
+            case .unix(let path): return .done(client: "unix:" + path)
+            case .local: return .done(client: nil)
+            }
+        }
+    }
+}
