@@ -43,6 +43,9 @@ let package = Package(
         ),
         .testTarget(name: "AASACoreTests", dependencies: ["AASACore"]),
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
+        // The server's layers on their own: sessions fed byte scripts with a fake clock, the TLS
+        // stream over a socket pair, event loops in process with millisecond timeouts.
+        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "AASACore"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa"]),
     ],

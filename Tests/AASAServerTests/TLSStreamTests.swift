@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import AASAServer
+
+/// Both ends of a TLS connection are ours: the server's stream with a certificate's context,
+/// the client's with a CA, over a non-blocking socket pair.
+@Suite struct TLSStreamTests {
+    /// Runs both handshakes until each is done or one fails.
+    static func handshake(_ server: TLSStream, _ client: TLSStream) -> (server: TLSStream.Progress, client: TLSStream.Progress) {
+        var s = TLSStream.Progress.wantRead, c = TLSStream.Progress.wantRead
+        for _ in 0..<100 {
+            if c != .done(0) { c = client.handshake() }
+            if s != .done(0) { s = server.handshake() }
+            if s == .done(0) && c == .done(0) { break }
+            if case .failed = s { break }
+            if case .failed = c { break }
+        }
+        return (s, c)
+    }
+
+    static func pair() -> (Int32, Int32) {
+        var fds: [Int32] = [0, 0]
+        precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        return (fds[0], fds[1])
+    }
+
+    @Test func aVerifiedHandshakeCarriesBytesBothWays() throws {
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let (a, b) = Self.pair()
+        defer { close(a); close(b) }
+        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "www.example.com")
+        let (s, c) = Self.handshake(server, client)
+        #expect(s == .done(0))
+        #expect(c == .done(0))
+        #expect(client.verificationFailure == nil)
+        #expect(server.serverName == "www.example.com")
+        #expect(client.negotiatedProtocol == "http/1.1")
+        #expect(client.peerNotAfter == certificate.notAfter)
+
+        let message = Array("GET / HTTP/1.1\r\n\r\n".utf8)
+        #expect(message.withUnsafeBytes { client.write($0.baseAddress!, count: $0.count) } == .done(message.count))
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let r = buffer.withUnsafeMutableBytes { server.read(into: $0.baseAddress!, count: $0.count) }
+        #expect(r == .done(message.count))
+        #expect(Array(buffer[0..<message.count]) == message)
+        // Nothing more: the read would block.
+        #expect(buffer.withUnsafeMutableBytes { server.read(into: $0.baseAddress!, count: $0.count) } == .wantRead)
+    }
+
+    @Test func aClientThatVerifiesRefusesTheWrongName() throws {
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let (a, b) = Self.pair()
+        defer { close(a); close(b) }
+        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "other.example.net")
+        let (_, c) = Self.handshake(server, client)
+        guard case .failed = c else {
+            Issue.record("handshake should fail, got \(c)")
+            return
+        }
+        #expect(client.verificationFailure?.contains("hostname mismatch") == true)
+    }
+
+    @Test func aClientThatOnlyLooksCompletesAndSaysWhy() throws {
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let (a, b) = Self.pair()
+        defer { close(a); close(b) }
+        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        // The system store does not know the test CA.
+        let client = try TLSStream(client: TLSClientContext(verifyPeer: false), fd: b, serverName: "example.com")
+        let (s, c) = Self.handshake(server, client)
+        #expect(s == .done(0))
+        #expect(c == .done(0))
+        #expect(client.verificationFailure != nil)
+    }
+
+    @Test func aPeerThatGoesAwayIsAnOrderlyClose() throws {
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let (a, b) = Self.pair()
+        defer { close(a) }
+        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "example.com")
+        _ = Self.handshake(server, client)
+        client.shutdown()
+        close(b)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        #expect(buffer.withUnsafeMutableBytes { server.read(into: $0.baseAddress!, count: $0.count) } == .closed)
+    }
+}
