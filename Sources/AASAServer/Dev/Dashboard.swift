@@ -137,7 +137,7 @@ enum Dashboard {
                 return w.output
             }
             w.key("results")
-            w.write(document.decide(url))
+            w.write(document.decide(url), in: document)
         } catch {
             w.key("error"); w.value(error.description)
         }
