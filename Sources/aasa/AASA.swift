@@ -17,15 +17,24 @@ struct AASA: ParsableCommand {
 
     /// SPEC: exit 2 for bad usage. ArgumentParser uses EX_USAGE (64) for that; map it here.
     static func main() {
+        var parsed: ParsableCommand.Type?
         do {
             var command = try parseAsRoot()
+            parsed = type(of: command)
             try command.run()
         } catch {
             let code = exitCode(for: error)
             if code == .success {
                 exit(withError: error)
             }
-            let message = fullMessage(for: error)
+            var message = fullMessage(for: error)
+            // A usage error found while running (a bad URL, a bad --https address) belongs to the
+            // subcommand that was parsed: show its usage, not the list of subcommands.
+            if let parsed, parsed != AASA.self, let validation = error as? ValidationError {
+                let name = parsed.configuration.commandName ?? ""
+                message = "Error: \(validation.message)\nUsage: " + usageString(for: parsed)
+                    + "\n  See 'aasa \(name) --help' for more information."
+            }
             if !message.isEmpty {
                 FileHandleOutput.standardError.write(message + "\n")
             }

@@ -5,7 +5,10 @@ struct HealthCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
         abstract: "Exit 0 when the admin listener's /healthz answers 200, else 1 (for HEALTHCHECK).",
-        discussion: "The address defaults to AASA_ADMIN, else 127.0.0.1:9090."
+        discussion: """
+        The address defaults to AASA_ADMIN, else 127.0.0.1:9090. With the admin listener off \
+        (AASA_ADMIN=off, as serve accepts) there is nothing to ask: exit 1 with a message.
+        """
     )
 
     @Option(help: "Admin listener ADDR:PORT.")
@@ -13,6 +16,12 @@ struct HealthCommand: ParsableCommand {
 
     func run() throws {
         let text = admin ?? Environment()["AASA_ADMIN"] ?? "127.0.0.1:9090"
+        // `serve` reads these as "no admin listener": then there is no /healthz to ask, and a
+        // health check cannot pass (exit 1, as for a server that does not answer).
+        if ServeCommand.adminOff.contains(text.lowercased()) {
+            FileHandleOutput.standardError.write("aasa health: the admin listener is off (\(admin == nil ? "AASA_ADMIN" : "--admin")=\(text)), so there is no /healthz to ask; give the server an --admin address to health-check it\n")
+            throw ExitCode(1)
+        }
         var address: SocketAddress
         do { address = try SocketAddress(parsing: text) } catch { throw ValidationError("--admin: \(error)") }
         // A server listening on every address is reached on loopback.

@@ -55,6 +55,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default 10).")
     var shutdownGrace: Int?
 
+    /// `--admin` values that mean "no admin listener" (also understood by `aasa health`).
+    static let adminOff: Set<String> = ["off", "none", ""]
+
     func run() throws {
         let env = Environment()
         var c = ServerConfiguration()
@@ -77,7 +80,7 @@ struct ServeCommand: ParsableCommand {
             }
         }
         let adminText = admin ?? env["AASA_ADMIN"] ?? "127.0.0.1:9090"
-        c.admin = ["off", "none", ""].contains(adminText) ? nil : try addresses([adminText], "--admin").first
+        c.admin = ServeCommand.adminOff.contains(adminText.lowercased()) ? nil : try addresses([adminText], "--admin").first
 
         c.workers = try positive(workers ?? env.int("AASA_WORKERS") ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), "--workers")
         c.maxConnections = try positive(maxConnections ?? env.int("AASA_MAX_CONNECTIONS") ?? 10_000, "--max-connections")

@@ -28,10 +28,14 @@ enum AASABinary {
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static func run(_ arguments: [String], in directory: URL? = nil) throws -> CommandResult {
+    /// - Parameter environment: variables set (or, with an empty value, set empty) on top of ours.
+    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> CommandResult {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.currentDirectoryURL = directory ?? packageRoot
         let out = Pipe()
         let err = Pipe()

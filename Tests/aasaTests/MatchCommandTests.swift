@@ -58,9 +58,59 @@ private let file = #"""
         #expect(r.status == 0, "\(r.stderr)")
         let results = try #require(try r.json()["results"] as? [[String: Any]])
         #expect(results.first?["app"] as? String == "FGHIJ67890.org.example.reader")
-        let none = try AASABinary.run(["match", "--config", "config", "https://example.org/articles/7"])
-        #expect(none.status == 1)
-        #expect(none.stderr.contains("no site"))
+        // iOS fetches the file for applinks:*.example.org from example.org itself (TN3155).
+        let base = try AASABinary.run(["match", "--config", "config", "https://example.org/articles/7"])
+        #expect(base.status == 0, "\(base.stderr)")
+        #expect(base.stdout.hasPrefix("FGHIJ67890.org.example.reader: match"))
+    }
+
+    @Test func aHostNoSiteServesGetsOnlyTheMessageThatSaysSo() throws {
+        let r = try AASABinary.run(["match", "--config", "config", "https://nosuch.test/"])
+        #expect(r.status == 1)
+        #expect(r.stdout.isEmpty, "not also 'the file lists no applinks app': there is no file")
+        #expect(r.stderr.contains("no site in config serves nosuch.test"))
+        #expect(r.stderr.contains("example.com"), "the sites that exist are named")
+    }
+
+    @Test func aSiteFolderIsReadAsItsAssociationFile() throws {
+        let r = try AASABinary.run(["match", "config/example.com", "https://example.com/buy/42"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains(": match (details[0], component"))
+        #expect(r.stderr.isEmpty)
+    }
+
+    @Test func aLegacyPathIsNamedAsAPathAndQuoted() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "paths": ["NOT /private/*", "/articles/*"]}]}}"#)
+        let blocked = try AASABinary.run(["match", path, "https://example.com/private/1"])
+        #expect(blocked.stdout == "ABCDE12345.com.example.app: exclude (details[0], path 0 \"NOT /private/*\")\n")
+        let opened = try AASABinary.run(["match", path, "https://example.com/articles/1"])
+        #expect(opened.stdout == "ABCDE12345.com.example.app: match (details[0], path 1 \"/articles/*\")\n")
+        let json = try #require(try AASABinary.run(["match", path, "https://example.com/articles/1", "--format", "json"]).json()["results"] as? [[String: Any]])
+        #expect(json.first?["component"] as? Int == 1)
+        #expect(json.first?["rule"] as? String == "path")
+        #expect(json.first?["pattern"] as? String == "/articles/*")
+    }
+
+    @Test func anAppTheFileDoesNotListIsSaidToBeNotListed() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", file)
+        let r = try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "ZZZZZ99999.com.typo"])
+        #expect(r.status == 1)
+        #expect(r.stdout.hasPrefix("ZZZZZ99999.com.typo: no_match (not listed: the file's applinks apps are ABCDE12345.com.example.app, ABCDE12345.com.example.other)"))
+        let json = try #require(try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "ZZZZZ99999.com.typo", "--format", "json"]).json()["results"] as? [[String: Any]])
+        #expect(json.first?["decision"] as? String == "no_match", "the JSON decision values stay those of SPEC 5")
+    }
+
+    @Test func aJSONSyntaxErrorIsExitTwoEvenWhenTheParserRecovers() throws {
+        let dir = try TemporaryDirectory()
+        // A missing comma: the parser reads on to report more, but a device reads nothing.
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"] "components": [{"/": "/a"}]}]}}"#)
+        let r = try AASABinary.run(["match", path, "https://example.com/a"])
+        #expect(r.status == 2)
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.contains("[missing-comma]"))
+        #expect(r.stderr.contains("is not valid JSON"))
     }
 
     @Test func anInternationalHostFindsItsPunycodeSite() throws {
@@ -77,6 +127,7 @@ private let file = #"""
         let r = try AASABinary.run(["match", path, "https://example.com/a?x=9"])
         #expect(r.status == 0)
         #expect(r.stderr.contains("[query-value-not-string]"))
+        #expect(r.stderr.contains("1 error, 0 warnings; the server would not serve this file"), "\(r.stderr)")
         #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
     }
 
@@ -86,6 +137,8 @@ private let file = #"""
         #expect(try AASABinary.run(["match", path, "https://example.com/"]).status == 2)
         #expect(try AASABinary.run(["match", "/nonexistent", "https://example.com/"]).status == 2)
         #expect(try AASABinary.run(["match", path]).status == 2)
-        #expect(try AASABinary.run(["match", path, "not a url"]).status == 2)
+        let badURL = try AASABinary.run(["match", path, "not a url"])
+        #expect(badURL.status == 2)
+        #expect(badURL.stderr.contains("Usage: aasa match"), "the subcommand's usage, not the list of subcommands: \(badURL.stderr)")
     }
 }

@@ -15,6 +15,13 @@ import Glibc
         #expect(r.stderr.contains("nothing to serve"))
     }
 
+    @Test func aUsageErrorFoundWhileRunningShowsTheSubcommandsUsage() throws {
+        let r = try AASABinary.run(["serve", "--http", "nonsense"])
+        #expect(r.stderr.contains("Error: --http: expected ADDR:PORT, got nonsense"))
+        #expect(r.stderr.contains("Usage: aasa serve"), "\(r.stderr)")
+        #expect(!r.stderr.contains("aasa <subcommand>"))
+    }
+
     @Test func environmentVariablesConfigureTheServerAndIPv6Works() throws {
         let process = Process()
         process.executableURL = AASABinary.url

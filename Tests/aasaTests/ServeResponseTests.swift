@@ -97,7 +97,7 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         }
         #expect(RawHTTP.status(try exchange("GET /index.html HTTP/1.1\r\nHost: example.com")) == 404)
         #expect(RawHTTP.status(try exchange("GET \(wellKnown) HTTP/1.1\r\nHost: unknown.test")) == 404)
-        #expect(RawHTTP.status(try exchange("GET \(wellKnown) HTTP/1.1\r\nHost: example.org")) == 404, "a wildcard never serves its base")
+        #expect(RawHTTP.status(try exchange("GET \(wellKnown) HTTP/1.1\r\nHost: example.org")) == 200, "a wildcard folder serves its base name (TN3155)")
         let post = try exchange("POST \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nContent-Length: 0")
         #expect(RawHTTP.status(post) == 405)
         #expect(RawHTTP.header("Allow", in: post) == "GET, HEAD")
@@ -174,6 +174,11 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         let sites = try #require(status["sites"] as? [[String: Any]])
         #expect(sites.map { $0["host"] as? String } == ["*.example.org", "example.com", "www.example.com"])
         #expect(sites.allSatisfy { $0["state"] as? String == "serving" && $0["error"] is NSNull })
+        // The test certificate `wild` names only *.example.org: the note says the base is not covered.
+        let note = try #require(sites.first?["certificateNote"] as? String)
+        #expect(note.contains("*.example.org also serves example.org"))
+        #expect(note.hasSuffix("; no certificate covers example.org"))
+        #expect(sites.dropFirst().allSatisfy { $0["certificateNote"] == nil }, "only wildcard sites have a note")
         let certs = try #require(status["certificates"] as? [[String: Any]])
         #expect(certs.map { $0["name"] as? String } == ["sites", "wild"])
         #expect(certs.first?["dnsNames"] as? [String] == ["example.com", "www.example.com"])

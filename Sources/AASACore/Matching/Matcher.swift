@@ -64,6 +64,37 @@ extension AASADocument {
     }
 }
 
+/// What decided an ``AppDecision``: a component, or a legacy `paths` entry (whose index is the
+/// decision's `component`, SPEC 5), named so that text output can say which.
+public enum DecidingRule: Sendable, Equatable {
+    case component(Int)
+    /// The entry's index in `paths` and its text as written (`NOT ` included).
+    case path(Int, text: String)
+}
+
+extension AASADocument {
+    /// The component or legacy path that decided `decision`, or nil when nothing matched.
+    public func rule(deciding decision: AppDecision) -> DecidingRule? {
+        guard let d = decision.detail, let c = decision.component,
+              let details = appLinks?.details, details.indices.contains(d) else { return nil }
+        switch details[d].rules {
+        case .components: return .component(c)
+        case .paths(let paths): return paths.indices.contains(c) ? .path(c, text: paths[c].text) : nil
+        case .none: return nil
+        }
+    }
+}
+
+extension DecidingRule {
+    /// `component 2`, or `path 1 "NOT /private/*"`: how text output names the rule.
+    public var description: String {
+        switch self {
+        case .component(let c): return "component \(c)"
+        case .path(let p, let text): return "path \(p) \(JSONWriter.message(text))"
+        }
+    }
+}
+
 extension CompiledComponent {
     /// A component matches when every part it (or its defaults) specifies matches; a part left
     /// out is `*` (reference 1.4).

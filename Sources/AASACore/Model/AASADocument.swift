@@ -144,7 +144,11 @@ public struct CompiledComponent: Sendable {
 
 /// One entry of a legacy `paths` array: a path pattern, or an exclusion written `NOT pattern`.
 public struct LegacyPath: Sendable {
+    /// The entry as written, `NOT ` included.
     public var text: String
     public var isExclusion: Bool
     public var pattern: PathPattern
+    /// Where the entry is in the file, for diagnostics.
+    public var jsonPath: JSONPath
+    public var offset: Int
 }

@@ -254,8 +254,9 @@ struct DocumentReader {
             let isExclusion = text.hasPrefix("NOT ")
             let patternText = isExclusion ? String(text.dropFirst(4)) : text
             // Legacy paths know no variables: `$(` is literal text there.
-            out.append(LegacyPath(text: text, isExclusion: isExclusion, pattern: PathPattern(patternText)))
-            lintPattern(patternText, kind: .path, percentEncoded: true, at: item.offset, path: path.appending(i))
+            out.append(LegacyPath(text: text, isExclusion: isExclusion, pattern: PathPattern(patternText),
+                                  jsonPath: path.appending(i), offset: item.offset))
+            lintPattern(patternText, kind: .path, percentEncoded: true, legacy: true, at: item.offset, path: path.appending(i))
         }
         return out
     }
@@ -372,13 +373,17 @@ struct DocumentReader {
     }
 
     /// Flags literal text that can never match the URL part it is compared with.
-    private mutating func lintPattern(_ text: String, kind: PatternKind, percentEncoded: Bool, at offset: Int, path: JSONPath) {
+    /// - Parameter legacy: a legacy `paths` entry, which is always compared percent-encoded and
+    ///   has no `percentEncoded` key to change that.
+    private mutating func lintPattern(_ text: String, kind: PatternKind, percentEncoded: Bool, legacy: Bool = false,
+                                      at offset: Int, path: JSONPath) {
         let literal = PatternLint.literalText(text)
         if percentEncoded {
             if let bad = PatternLint.firstCharacterNeverRawInURL(literal, kind: kind) {
-                report(.unmatchablePattern,
-                       "\(bad) never appears unencoded in a URL's \(kind.name); with percentEncoded true (the default) this pattern cannot match (write it percent-encoded, or set percentEncoded: false)",
-                       at: offset, path)
+                let advice = legacy
+                    ? "legacy paths are always compared percent-encoded, so this entry cannot match (write it percent-encoded, or move to components, where percentEncoded: false compares decoded text)"
+                    : "with percentEncoded true (the default) this pattern cannot match (write it percent-encoded, or set percentEncoded: false)"
+                report(.unmatchablePattern, "\(bad) never appears unencoded in a URL's \(kind.name); \(advice)", at: offset, path)
             } else if PatternLint.hasLowercaseEscape(literal) {
                 report(.lowercasePercentEscape, "percent escapes compare exactly and URLs use upper-case hex (%C3%A9, not %c3%a9)", at: offset, path)
             }

@@ -1,5 +1,6 @@
 /// The name of a site folder in a config directory: a host name (`example.com`) or a wildcard
-/// (`*.example.org`, any subdomain of any depth, never `example.org` itself). SPEC section 2.
+/// (`*.example.org`: any subdomain of any depth and, through ``SiteIndex``, `example.org` itself
+/// when it has no folder of its own). SPEC section 2.
 public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The host, or for a wildcard the suffix after `*.`.
     public let host: String
@@ -36,7 +37,10 @@ public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible 
         return true
     }
 
-    /// Whether this site serves `host` (already normalized: lower case, no port, no trailing dot).
+    /// Whether `host` (already normalized: lower case, no port, no trailing dot) is this name or,
+    /// for a wildcard, one of its subdomains. The base of a wildcard (`example.org` for
+    /// `*.example.org`) is served only as a fallback, which takes the whole index: see
+    /// ``SiteIndex/lookup(_:)``.
     public func serves(_ host: String) -> Bool {
         if !isWildcard { return host == self.host }
         return host.utf8.count > self.host.utf8.count + 1 && host.hasSuffix("." + self.host)
@@ -44,7 +48,9 @@ public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible 
 }
 
 /// Finds the site for a host: the exact name first, then the most specific wildcard
-/// (`a.b.example.org` prefers `*.b.example.org` to `*.example.org`).
+/// (`a.b.example.org` prefers `*.b.example.org` to `*.example.org`). A wildcard also serves its
+/// base name (`*.example.org` serves `example.org`) when that has no folder: for an entitlement
+/// `applinks:*.example.org`, iOS fetches the file from `example.org` (TN3155).
 public struct SiteIndex<Value: Sendable>: Sendable {
     // Each entry keeps its name, so a lookup returns it without building or parsing one.
     private var exact: [String: (name: SiteName, value: Value)] = [:]
@@ -71,7 +77,11 @@ public struct SiteIndex<Value: Sendable>: Sendable {
     public func lookup(_ host: String) -> (name: SiteName, value: Value)? {
         if let entry = exact[host] { return entry }
         guard !wildcards.isEmpty else { return nil }
-        // Drop one label at a time: the longest suffix, hence the most specific wildcard, comes first.
+        // The host itself first (the base of `*.host`), then one label dropped at a time: the
+        // longest suffix, hence the most specific wildcard, comes first. So `b.example.org` goes
+        // to `*.b.example.org` rather than `*.example.org`: a device with the entitlement
+        // `applinks:*.b.example.org` fetches `b.example.org` and must get that folder's file.
+        if let entry = wildcards[host] { return entry }
         var rest = Substring(host)
         while let dot = rest.utf8.firstIndex(of: UInt8(ascii: ".")) {
             rest = rest[rest.utf8.index(after: dot)...]

@@ -57,7 +57,7 @@ public struct AASAFile: Sendable {
         self.init(bytes: Array(text.utf8))
     }
 
-    /// Rules that look across entries: unreachable components, apps in several entries.
+    /// Rules that look across entries: unreachable components and paths, apps in several entries.
     static func crossChecks(_ document: AASADocument, map: SourceMap) -> [Diagnostic] {
         var sink = DiagnosticSink(map: map)
         guard let details = document.appLinks?.details else { return [] }
@@ -73,14 +73,29 @@ public struct AASAFile: Sendable {
                     firstEntry[app] = d
                 }
             }
-            guard case .components(let components) = detail.rules else { continue }
-            for (j, later) in components.enumerated() {
-                if let i = components[..<j].firstIndex(where: { Reachability.covers($0, later) }) {
-                    let earlier = components[i]
-                    sink.report(.unreachableComponent,
-                                "component \(j) can never match: component \(i) matches every URL it matches and \(earlier.exclude ? "blocks" : "opens") it first",
-                                at: later.offset, path: later.jsonPath)
+            switch detail.rules {
+            case .components(let components):
+                for (j, later) in components.enumerated() {
+                    if let i = components[..<j].firstIndex(where: { Reachability.covers($0, later) }) {
+                        let earlier = components[i]
+                        sink.report(.unreachableComponent,
+                                    "component \(j) can never match: component \(i) matches every URL it matches and \(earlier.exclude ? "blocks" : "opens") it first",
+                                    at: later.offset, path: later.jsonPath)
+                    }
                 }
+            case .paths(let paths):
+                // Legacy paths are tried in order like components (`"NOT *"` first blocks every
+                // later entry; an exact duplicate never decides anything).
+                for (j, later) in paths.enumerated() {
+                    if let i = paths[..<j].firstIndex(where: { Reachability.coversPath($0.pattern, later.pattern) }) {
+                        let earlier = paths[i]
+                        sink.report(.unreachablePath,
+                                    "paths[\(j)] can never match: paths[\(i)] \(JSONWriter.message(earlier.text)) matches every URL it matches and \(earlier.isExclusion ? "blocks" : "opens") it first",
+                                    at: later.offset, path: later.jsonPath)
+                    }
+                }
+            case .none:
+                break
             }
         }
         return sink.diagnostics

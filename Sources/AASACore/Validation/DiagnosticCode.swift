@@ -45,6 +45,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case variableInVariable = "variable-in-variable"
     case variableShadowsBuiltin = "variable-shadows-builtin"
     case unreachableComponent = "unreachable-component"
+    case unreachablePath = "unreachable-path"
     case unmatchablePattern = "unmatchable-pattern"
     case queryInPath = "query-in-path"
     case encodedPatternNotDecoded = "encoded-pattern-with-percent-encoded-false"
@@ -55,11 +56,25 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
         case .byteOrderMark, .duplicateKey, .noService, .unknownKey, .emptyList,
              .legacyDetailsDictionary, .lowercaseAppIDPrefix, .appIDIgnored, .pathsIgnored,
              .noPatterns, .duplicateApp, .excludeInDefaults, .variableShadowsBuiltin,
-             .unreachableComponent, .unmatchablePattern, .queryInPath,
+             .unreachableComponent, .unreachablePath, .unmatchablePattern, .queryInPath,
              .encodedPatternNotDecoded, .lowercasePercentEscape:
             return .warning
         default:
             return .error
+        }
+    }
+
+    /// Whether the finding means the bytes are not JSON that a device's parser accepts (RFC 8259):
+    /// such a file is never read by a device at all, even where this parser recovers to report
+    /// more. A byte-order mark and duplicate keys are tolerated by a device's parser.
+    public var isJSONSyntaxError: Bool {
+        switch self {
+        case .emptyFile, .invalidUTF8, .syntax, .missingComma, .trailingComma, .comment,
+             .unterminatedString, .controlCharacter, .invalidEscape, .invalidNumber, .invalidLiteral,
+             .nestingTooDeep, .trailingContent:
+            return true
+        default:
+            return false
         }
     }
 }

@@ -53,6 +53,9 @@ enum AdminResponder {
             w.key("warnings"); w.value(site.newest.warningCount)
             w.key("certificateCovers")
             if let covers = site.certificateCovers { w.value(covers) } else { w.null() }
+            if site.name.isWildcard {
+                w.key("certificateNote"); w.value(wildcardNote(site, snapshot))
+            }
             w.endObject()
         }
         w.endArray()
@@ -72,6 +75,18 @@ enum AdminResponder {
         w.endArray()
         w.endObject()
         return w.output
+    }
+
+    /// SPEC 2: a wildcard site also serves its base name, and a TLS wildcard covers one label
+    /// (RFC 6125 §6.4.3), so deeper hosts need certificates of their own.
+    static func wildcardNote(_ site: Site, _ snapshot: SiteSnapshot) -> String {
+        let base = site.name.host
+        var note = "\(site.name) also serves \(base) (where iOS fetches the file for applinks:\(site.name)); "
+        note += "a TLS certificate for \(site.name) covers one level (a.\(base)), not a.b.\(base): deeper hosts need their own certificate"
+        if site.certificateCovers != nil, !snapshot.certificates.covers(base) {
+            note += "; no certificate covers \(base)"
+        }
+        return note
     }
 
     static func metrics(_ state: ServerState) -> String {

@@ -24,6 +24,8 @@ enum Dashboard {
             return .message(.ok, sitesJSON(snapshot), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/api/fetches":
             return .message(.ok, fetchesJSON(dev.fetches.recent()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
+        case "/entitlements.txt":
+            return .message(.ok, entitlementsText(snapshot), request: request, site: "dashboard", extraFields: noStore)
         case "/api/match":
             let url = query(request.target, "url") ?? ""
             return .message(.ok, matchJSON(url, snapshot: snapshot), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
@@ -75,10 +77,27 @@ enum Dashboard {
             w.beginArray()
             for line in Entitlements.lines(for: site) { w.value(line) }
             w.endArray()
+            let document = (site.served?.file ?? site.newest).document
             w.key("apps")
             w.beginArray()
-            for app in (site.served?.file ?? site.newest).document?.appLinksAppIDs ?? [] { w.value(app) }
+            for app in document?.appLinksAppIDs ?? [] { w.value(app) }
             w.endArray()
+            // Every service's apps, not only universal links': a file may exist for
+            // webcredentials or App Clips alone.
+            w.key("services")
+            w.beginObject()
+            w.key("applinks")
+            w.beginArray()
+            for app in document?.appLinksAppIDs ?? [] { w.value(app) }
+            w.endArray()
+            for service in AppListService.allCases {
+                guard let apps = document?.appLists[service] else { continue }
+                w.key(service.rawValue)
+                w.beginArray()
+                for app in apps { w.value(app) }
+                w.endArray()
+            }
+            w.endObject()
             w.key("diagnostics")
             w.write(site.newest.diagnostics)
             w.endObject()
@@ -86,6 +105,16 @@ enum Dashboard {
         w.endArray()
         w.endObject()
         return w.output
+    }
+
+    /// Every site's entitlement lines, for pasting into Xcode when there are too many sites for
+    /// the start-up guidance to list.
+    static func entitlementsText(_ snapshot: SiteSnapshot) -> String {
+        var out = ""
+        for site in snapshot.sites.sorted(by: { $0.name < $1.name }) {
+            for line in Entitlements.lines(for: site) { out += line + "\n" }
+        }
+        return out
     }
 
     static func fetchesJSON(_ fetches: [FetchLog.Fetch]) -> String {
@@ -130,7 +159,7 @@ enum Dashboard {
                 return w.output
             }
             w.key("results")
-            w.write(document.decide(url))
+            w.write(document.decide(url), in: document)
         } catch {
             w.key("error"); w.value(error.description)
         }
@@ -149,39 +178,72 @@ enum Dashboard {
     <title>aasa development server</title>
     <style>
     :root { font-family: -apple-system, system-ui, sans-serif; color: #1d1d1f; background: #f5f5f7; }
-    body { max-width: 1000px; margin: 2rem auto; padding: 0 1rem; }
-    h1 { font-size: 1.6rem; margin-bottom: .2rem; }
-    h2 { font-size: 1.15rem; margin-top: 2rem; }
-    section.card { background: #fff; border-radius: 10px; padding: 1rem 1.2rem; margin: .8rem 0; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
-    code, pre, .mono { font-family: ui-monospace, Menlo, monospace; font-size: .9rem; }
-    .state { font-weight: 600; padding: .1rem .5rem; border-radius: 6px; }
+    body { max-width: 1400px; margin: 1rem auto; padding: 0 1rem; }
+    h1 { font-size: 1.5rem; margin: 0 0 .2rem; }
+    h2 { font-size: 1.1rem; margin: 1rem 0 .4rem; }
+    h3 { font-size: 1rem; margin: 0 0 .3rem; }
+    section.card { background: #fff; border-radius: 10px; padding: .8rem 1rem; margin: .6rem 0; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+    code, pre, .mono { font-family: ui-monospace, Menlo, monospace; font-size: .85rem; }
+    pre { margin: .2rem 0; white-space: pre-wrap; }
+    p { margin: .3rem 0; }
+    .state { font-weight: 600; padding: .1rem .5rem; border-radius: 6px; font-size: .85rem; }
     .serving { background: #d8f5dd; color: #116326; } .stale { background: #fff1cc; color: #7a5200; } .rejected { background: #fde0e0; color: #9b1c1c; }
     .error { color: #9b1c1c; } .warning { color: #7a5200; }
-    table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #eee; font-size: .9rem; }
+    table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .25rem .4rem; border-bottom: 1px solid #eee; font-size: .85rem; vertical-align: top; }
     input[type=url] { width: 70%; padding: .4rem; font-size: 1rem; } button { padding: .4rem .9rem; font-size: 1rem; }
     .match { color: #116326; font-weight: 600; } .exclude { color: #9b1c1c; font-weight: 600; } .no_match { color: #555; }
     .muted { color: #666; }
+    #summary { position: sticky; top: 0; z-index: 1; display: flex; flex-wrap: wrap; align-items: center; gap: .6rem 1rem;
+               background: #fff; border-radius: 10px; padding: .6rem 1rem; box-shadow: 0 1px 3px rgba(0,0,0,.12); margin: .6rem 0; }
+    #summary .count { font-weight: 600; }
+    #filter { flex: 1; min-width: 12rem; padding: .35rem .5rem; font-size: 1rem; }
+    .layout { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 30rem); gap: 0 1.2rem; align-items: start; }
+    .layout aside { position: sticky; top: 4rem; }
+    #fetch-list { max-height: 70vh; overflow-y: auto; }
+    #fetch-list table { table-layout: fixed; } #fetch-list td { overflow-wrap: anywhere; }
+    #fetch-list th:nth-child(1) { width: 4.6rem; } #fetch-list th:nth-child(2) { width: 3.2rem; } #fetch-list th:nth-child(3) { width: 11rem; }
+    @media (max-width: 900px) {
+      .layout { grid-template-columns: minmax(0, 1fr); }
+      .layout aside { position: static; order: -1; }
+      #fetch-list { max-height: 14rem; }
+    }
     </style>
     </head>
     <body>
     <h1>aasa development server</h1>
     <p class="muted">Sites served from this machine for devices with <code>?mode=developer</code> entitlements.
-    CA: <a href="/ca.mobileconfig">ca.mobileconfig</a> (iOS profile) · <a href="/ca.pem">ca.pem</a></p>
+    CA: <a href="/ca.mobileconfig">ca.mobileconfig</a> (iOS profile) · <a href="/ca.pem">ca.pem</a> ·
+    every entitlement line: <a href="/entitlements.txt">entitlements.txt</a></p>
 
+    <div id="summary">
+    <span><span class="count" id="count-total">0</span> sites</span>
+    <span class="state serving"><span class="count" id="count-serving">0</span> serving</span>
+    <span class="state stale"><span class="count" id="count-stale">0</span> stale</span>
+    <span class="state rejected"><span class="count" id="count-rejected">0</span> rejected</span>
+    <input id="filter" type="search" placeholder="Filter sites by host, app or state" aria-label="Filter sites">
+    <span id="shown" class="muted"></span>
+    </div>
+
+    <div class="layout">
+    <main>
     <h2>Test a URL</h2>
     <section class="card">
     <form id="tester"><input id="url" type="url" placeholder="https://example.com/path?query#fragment" required> <button>Test</button></form>
     <div id="result"></div>
     </section>
 
-    <h2>Sites</h2>
+    <h2>Sites <span class="muted">(rejected first, then by name)</span></h2>
     <div id="sites"><p class="muted">Loading…</p></div>
+    </main>
 
+    <aside>
     <h2>Recent fetches</h2>
-    <section class="card">
-    <table><thead><tr><th>Time</th><th>Client</th><th>Host</th><th>Status</th><th>User agent</th></tr></thead><tbody id="fetches"></tbody></table>
+    <section class="card" id="fetch-list">
+    <table><thead><tr><th>Time</th><th>Status</th><th>Host</th><th>User agent · client</th></tr></thead><tbody id="fetches"></tbody></table>
     <p id="no-fetches" class="muted">No fetch yet. A device fetches on app install; Apple's CDN identifies as AASA-Bot.</p>
     </section>
+    </aside>
+    </div>
 
     <script>
     "use strict";
@@ -193,27 +255,51 @@ enum Dashboard {
     }
     async function getJSON(path) { const r = await fetch(path, { cache: "no-store" }); return r.json(); }
 
+    const serviceNames = { applinks: "Universal links", webcredentials: "Web credentials", appclips: "App Clips",
+                           activitycontinuation: "Handoff", authsrv: "Authentication services" };
+    // Problems first: a rejected site is not served at all, a stale one serves an older file.
+    const stateOrder = { rejected: 0, stale: 1, serving: 2 };
+
+    function applyFilter() {
+      const words = document.getElementById("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+      const cards = document.querySelectorAll("#sites .site");
+      let shown = 0;
+      for (const card of cards) {
+        const text = card.getAttribute("data-search");
+        card.hidden = !words.every((w) => text.includes(w));
+        if (!card.hidden) shown++;
+      }
+      document.getElementById("shown").textContent = words.length ? "showing " + shown + " of " + cards.length : "";
+    }
+
     async function loadSites() {
       const data = await getJSON("/api/sites");
+      const sites = data.sites.slice().sort((a, b) => (stateOrder[a.state] - stateOrder[b.state]) || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+      for (const state of ["serving", "stale", "rejected"]) {
+        document.getElementById("count-" + state).textContent = sites.filter((s) => s.state === state).length;
+      }
+      document.getElementById("count-total").textContent = sites.length;
       const root = document.getElementById("sites");
       root.replaceChildren();
-      if (data.sites.length === 0) root.append(el("p", { class: "muted" }, "No site folders in the config directory."));
-      for (const s of data.sites) {
-        const card = el("section", { class: "card site", "data-host": s.host });
+      if (sites.length === 0) root.append(el("p", { class: "muted" }, "No site folders in the config directory."));
+      for (const s of sites) {
+        const apps = Object.values(s.services).flat();
+        const card = el("section", { class: "card site", "data-host": s.host, "data-state": s.state,
+                                     "data-search": [s.host, s.state, ...apps].join(" ").toLowerCase() });
         card.append(el("h3", {}, s.host, " ", el("span", { class: "state " + s.state }, s.state)));
         card.append(el("p", { class: "muted mono" }, s.version ? "version " + s.version : "no version served", " · ", s.path));
-        const ent = el("pre", { class: "entitlements" }, s.entitlements.join("\n"));
-        card.append(el("div", {}, "Entitlements:"), ent);
-        if (s.apps.length) card.append(el("p", {}, "Apps: ", el("span", { class: "mono" }, s.apps.join(", "))));
+        for (const [service, list] of Object.entries(s.services)) {
+          if (list.length) card.append(el("p", { class: "apps", "data-service": service }, (serviceNames[service] || service) + ": ", el("span", { class: "mono" }, list.join(", "))));
+        }
+        card.append(el("pre", { class: "entitlements" }, s.entitlements.join("\n")));
         if (s.diagnostics.length) {
           const list = el("ul", { class: "diagnostics" });
           for (const d of s.diagnostics) list.append(el("li", { class: d.severity }, d.line + ":" + d.column + " " + d.severity + ": " + d.message + " [" + d.code + "] ", el("span", { class: "mono muted" }, d.jsonPath)));
           card.append(list);
-        } else {
-          card.append(el("p", { class: "muted" }, "No findings."));
         }
         root.append(card);
       }
+      applyFilter();
     }
 
     let lastSequence = -1;
@@ -226,7 +312,8 @@ enum Dashboard {
       body.replaceChildren();
       for (const f of data.fetches) {
         const agent = f.fetcher ? f.userAgent + " (" + (f.fetcher === "apple-cdn" ? "Apple CDN" : "device") + ")" : f.userAgent;
-        body.append(el("tr", { class: "fetch" }, el("td", { title: f.time }, new Date(f.time).toLocaleTimeString()), el("td", {}, f.client), el("td", {}, f.host), el("td", {}, f.status), el("td", {}, agent)));
+        body.append(el("tr", { class: "fetch" }, el("td", { title: f.time }, new Date(f.time).toLocaleTimeString([], { hour12: false })), el("td", {}, f.status),
+                       el("td", {}, f.host), el("td", {}, el("div", {}, agent), el("div", { class: "muted" }, f.client))));
       }
       document.getElementById("no-fetches").hidden = data.fetches.length > 0;
     }
@@ -239,20 +326,31 @@ enum Dashboard {
       out.append(el("p", { class: "muted" }, "Decided with the file of " + data.site + ":"));
       const table = el("table", { id: "match-results" }, el("tr", {}, el("th", {}, "App"), el("th", {}, "Decision"), el("th", {}, "Decided by")));
       for (const r of data.results) {
-        const by = r.detail === null ? "nothing matched" : "details[" + r.detail + "], component " + r.component;
+        // A legacy `paths` entry is named as such, with the pattern that decided (SPEC 5).
+        const rule = r.rule === "path" ? "path " + r.component + " " + JSON.stringify(r.pattern) : "component " + r.component;
+        const by = r.detail === null ? "nothing matched" : "details[" + r.detail + "], " + rule;
         table.append(el("tr", { class: "result" }, el("td", { class: "mono" }, r.app), el("td", { class: r.decision }, r.decision), el("td", {}, by)));
       }
       out.append(table);
     }
 
+    // The URL tester and the filter live in the address, so a link or a reload keeps them.
+    function remember(name, value) {
+      const params = new URLSearchParams(location.search);
+      if (value) params.set(name, value); else params.delete(name);
+      const query = params.toString();
+      history.replaceState(null, "", query ? "?" + query : location.pathname);
+    }
     document.getElementById("tester").addEventListener("submit", (e) => {
       e.preventDefault();
       const url = document.getElementById("url").value;
-      history.replaceState(null, "", "?url=" + encodeURIComponent(url));
+      remember("url", url);
       test(url);
     });
-    const initial = new URLSearchParams(location.search).get("url");
-    if (initial) { document.getElementById("url").value = initial; test(initial); }
+    document.getElementById("filter").addEventListener("input", (e) => { remember("filter", e.target.value); applyFilter(); });
+    const params = new URLSearchParams(location.search);
+    if (params.get("filter")) document.getElementById("filter").value = params.get("filter");
+    if (params.get("url")) { document.getElementById("url").value = params.get("url"); test(params.get("url")); }
     loadSites();
     loadFetches();
     setInterval(loadFetches, 2000);

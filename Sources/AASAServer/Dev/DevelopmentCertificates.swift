@@ -31,10 +31,17 @@ public struct DevelopmentCertificates: Sendable {
         case issued(createdCA: Bool)
     }
 
-    /// The DNS names the leaf must carry for these sites (wildcard sites as wildcards).
+    /// The DNS names the leaf must carry for these sites. A wildcard site `*.example.org` needs
+    /// `*.example.org` and `example.org`: it also serves its base name, which is where iOS fetches
+    /// the file for `applinks:*.example.org` (SPEC 2). A TLS wildcard covers one label only, so
+    /// `a.b.example.org` is not covered; such hosts can be added with `dev-certs --name`.
     public static func dnsNames(for sites: [SiteName]) -> [String] {
         var names = ["localhost"]
-        for site in sites where !names.contains(site.description) { names.append(site.description) }
+        for site in sites {
+            for name in site.isWildcard ? [site.description, site.host] : [site.host] where !names.contains(name) {
+                names.append(name)
+            }
+        }
         return names
     }
 

@@ -31,17 +31,39 @@ final class DevelopmentMode: Sendable {
         }
     }
 
-    /// The text printed at start: entitlement lines per site and the device steps.
+    /// Above this many sites the guidance lists only a summary and the first few, so the device
+    /// steps stay on one screen; the dashboard and `/entitlements.txt` have the full list.
+    static let guidanceSiteLimit = 5
+
+    /// The text printed at start: entitlement lines per site, the device steps, and a first
+    /// request to try from this machine.
     func guidance(snapshot: SiteSnapshot, http: [SocketAddress], https: [SocketAddress]) -> String {
+        let dashboard = http.first.map { "http://\(DevelopmentMode.localHost($0)):\($0.port)/" }
         var out = "\nDevelopment mode: for an iPhone or iPad that fetches straight from this machine.\n\n"
         out += "1. Entitlements to paste into Xcode (Signing & Capabilities > Associated Domains):\n"
-        for site in snapshot.sites {
-            for line in Entitlements.lines(for: site) { out += "     \(line)\n" }
-            if site.state != .serving, let e = site.error {
-                out += "     (\(site.name) is not served: \(site.path):\(e.line):\(e.column): \(e.message))\n"
-            }
+        let sites = snapshot.sites
+        let notServed = sites.filter { $0.state != .serving }.sorted { $0.name < $1.name }
+        let limit = DevelopmentMode.guidanceSiteLimit
+        if sites.count > limit {
+            let stale = sites.count { $0.state == .stale }
+            out += "     \(sites.count) sites: \(sites.count - notServed.count) serving, \(stale) stale, \(notServed.count - stale) rejected. The first \(limit):\n"
         }
-        if snapshot.sites.isEmpty { out += "     (no sites in the config directory yet)\n" }
+        for site in sites.sorted(by: { $0.name < $1.name }).prefix(limit) {
+            for line in Entitlements.lines(for: site) { out += "     \(line)\n" }
+        }
+        if sites.count > limit {
+            let full = dashboard.map { "the dashboard at \($0), or curl -s \($0)entitlements.txt" } ?? "GET /entitlements.txt on an --http listener"
+            out += "     … full list: \(full)\n"
+        }
+        for site in notServed.prefix(limit) {
+            if let e = site.error { out += "     (\(site.name) is not served: \(site.path):\(e.line):\(e.column): \(e.message))\n" }
+        }
+        if notServed.count > limit { out += "     (and \(notServed.count - limit) more sites with errors: see the dashboard)\n" }
+        if sites.isEmpty { out += "     (no sites in the config directory yet)\n" }
+        if let wildcard = sites.first(where: { $0.name.isWildcard })?.name {
+            out += "   A wildcard folder \(wildcard) also serves \(wildcard.host), where iOS fetches the file for applinks:\(wildcard).\n"
+            out += "   Its certificate covers one level (a.\(wildcard.host), not a.b.\(wildcard.host)): deeper hosts need a folder of their own.\n"
+        }
         out += "\n2. On the device:\n"
         out += "     - Settings > Privacy & Security > Developer Mode: on (restart when asked)\n"
         out += "     - Settings > Developer > Associated Domains Development: on\n"
@@ -51,12 +73,63 @@ final class DevelopmentMode: Sendable {
             for host in DevelopmentMode.reachableHosts(address) { out += "         http://\(host):\(address.port)/ca.mobileconfig   (or /ca.pem)\n" }
         }
         if http.isEmpty { out += "         \(certificates.caCertificatePath) (no --http listener to download it from)\n" }
-        out += "\n3. Point each domain at this machine (DNS or the device's network), so it reaches HTTPS port \(https.map { String($0.port) }.joined(separator: ", ")),\n"
-        out += "   then install the app from Xcode; Settings > Developer > Universal Links > Diagnostics tests a URL.\n"
-        if let address = http.first {
-            out += "\nDashboard: http://\(address.family == .v6 ? "[\(address.host)]" : (address.host == "0.0.0.0" ? "localhost" : address.host)):\(address.port)/ (sites, recent fetches, a URL tester)\n"
+        out += "\n3. Point each domain at this machine (DNS or the device's network). A device fetches port 443\n"
+        out += "   (an entitlement carries no port)"
+        if let port = https.first?.port, !https.contains(where: { $0.port == 443 }) {
+            out += "; this server listens on \(port), so forward 443 to it, for example:\n"
+            out += "       sudo iptables -t nat -A PREROUTING -p tcp --dport 443 -j REDIRECT --to-ports \(port)\n"
+            out += "   or  sudo socat TCP-LISTEN:443,fork,reuseaddr TCP:127.0.0.1:\(port)\n"
+            out += "   or  run this command as root with --https 0.0.0.0:443.\n"
+        } else {
+            out += ".\n"
+        }
+        out += "   Then install the app from Xcode; Settings > Developer > Universal Links > Diagnostics tests a URL.\n"
+        if let command = firstRequest(snapshot: snapshot, https: https) {
+            out += "\n   First, try it from this machine:\n       \(command)\n"
+        }
+        if let dashboard {
+            out += "\nDashboard: \(dashboard) (sites, recent fetches, a URL tester)\n"
         }
         return out + "\n"
+    }
+
+    /// A curl command that fetches a served site's file through the HTTPS listener, trusting the
+    /// development CA: the quickest proof that names, certificate and file all line up.
+    func firstRequest(snapshot: SiteSnapshot, https: [SocketAddress]) -> String? {
+        guard let listener = https.first else { return nil }
+        let sites = snapshot.sites.sorted { $0.name < $1.name }
+        // A plain name reads best; a wildcard site is fetched at its base name, as iOS does.
+        guard let site = sites.first(where: { $0.state != .rejected && !$0.name.isWildcard })
+            ?? sites.first(where: { $0.state != .rejected }) else { return nil }
+        let host = site.name.host
+        let address: String
+        switch listener.host {
+        case "0.0.0.0": address = "127.0.0.1"
+        case "::": address = "[::1]"
+        default: address = listener.family == .v6 ? "[\(listener.host)]" : listener.host
+        }
+        return "curl --cacert \(certificates.caCertificatePath) --resolve \(host):\(listener.port):\(address) https://\(host):\(listener.port)/.well-known/apple-app-site-association"
+    }
+
+    /// The body of the 404 for a host that is not a configured site, in `--dev`: the hosts that
+    /// are, so a typo or a missing folder is obvious. Pure, for the responder to use.
+    static func unknownHostMessage(host: String, snapshot: SiteSnapshot) -> String {
+        var out = "unknown host \(host): no folder in the config directory serves it.\n"
+        let names = snapshot.sites.map(\.name).sorted()
+        if names.isEmpty { return out + "The config directory has no sites yet: add a folder named after the host.\n" }
+        out += "Configured hosts:\n"
+        let shown = 50
+        for name in names.prefix(shown) {
+            out += name.isWildcard ? "  \(name) (and \(name.host) itself, unless it has its own folder)\n" : "  \(name)\n"
+        }
+        if names.count > shown { out += "  … and \(names.count - shown) more\n" }
+        return out
+    }
+
+    /// How this machine itself reaches a listener.
+    static func localHost(_ address: SocketAddress) -> String {
+        if address.family == .v6 { return address.host == "::" ? "localhost" : "[\(address.host)]" }
+        return address.host == "0.0.0.0" ? "localhost" : address.host
     }
 
     /// The hosts a device can use for a listener: this machine's addresses when it listens on

@@ -11,10 +11,13 @@ enum AssociationFileHandler {
         path == wellKnownPath || path == rootPath
     }
 
+    /// - Parameter dev: development mode, where an unknown host's 404 lists the hosts that are
+    ///   configured.
     static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts,
-                        cache: inout HostCache) -> Response {
+                        cache: inout HostCache, dev: Bool = false) -> Response {
         guard let host = request.host, let (name, site) = cache.lookup(host, in: snapshot) else {
-            return .message(.notFound, "unknown host\n", request: request, site: "unknown")
+            let text = dev ? DevelopmentMode.unknownHostMessage(host: request.host ?? "(none)", snapshot: snapshot) : "unknown host\n"
+            return .message(.notFound, text, request: request, site: "unknown")
         }
         let label = name.description
         // The connection's certificate does not name this host: the client reached us with a

@@ -57,7 +57,8 @@ final class LoopContext {
             counters.count(site: response.siteLabel, status: response.status)
             return response
         case .http, .https:
-            let response = AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
+            let response = AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache,
+                                                         dev: state.dev != nil)
             if let dev = state.dev, AssociationFileHandler.isAssociationPath(request.path) {
                 dev.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
                                    path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")

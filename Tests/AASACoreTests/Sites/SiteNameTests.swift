@@ -27,7 +27,25 @@ import Testing
         #expect(index.lookup("a.b.example.org")?.value == 2)
         #expect(index.lookup("a.c.example.org")?.value == 1)
         #expect(index.lookup("x.b.example.org")?.value == 3)
-        #expect(index.lookup("example.org") == nil)
         #expect(index.lookup("other.com") == nil)
+        #expect(index.lookup("org") == nil)
+    }
+
+    @Test func aWildcardFolderServesItsBaseNameWhenThatHasNoFolder() {
+        let wildcardOnly = SiteIndex([(SiteName("*.example.org")!, 1)])
+        #expect(wildcardOnly.lookup("example.org")?.value == 1)
+        #expect(wildcardOnly.lookup("example.org")?.name == SiteName("*.example.org"))
+        #expect(wildcardOnly.lookup("a.example.org")?.value == 1)
+        #expect(wildcardOnly.lookup("badexample.org") == nil)
+
+        let withBase = SiteIndex([(SiteName("*.example.org")!, 1), (SiteName("example.org")!, 2)])
+        #expect(withBase.lookup("example.org")?.value == 2, "an exact folder wins over the wildcard's base")
+        #expect(withBase.lookup("a.example.org")?.value == 1)
+    }
+
+    @Test func theBaseOfADeeperWildcardIsMoreSpecificThanAShallowerWildcard() {
+        let index = SiteIndex([(SiteName("*.example.org")!, 1), (SiteName("*.b.example.org")!, 2)])
+        #expect(index.lookup("b.example.org")?.value == 2)
+        #expect(index.lookup("c.example.org")?.value == 1)
     }
 }

@@ -10,6 +10,11 @@ private func withComponents(_ components: String, applinksExtra: String = "") ->
 
 private func codes(_ text: String) -> [DiagnosticCode] { AASAFile(text).diagnostics.map(\.code) }
 
+/// A file with one details entry holding legacy `paths`.
+private func withPaths(_ paths: String) -> String {
+    #"{"applinks": {"details": [{"appIDs": ["\#(a)"], "paths": [\#(paths)]}]}}"#
+}
+
 /// One rule: a file that breaks it and a file that keeps it.
 struct Rule: Sendable, CustomTestStringConvertible {
     var code: DiagnosticCode
@@ -48,6 +53,7 @@ private let rules: [Rule] = [
     Rule(code: .variableInVariable, failing: withComponents("{}", applinksExtra: #""substitutionVariables": {"x": ["$(digit)"]}, "#), passing: withComponents("{}", applinksExtra: #""substitutionVariables": {"x": ["1"]}, "#)),
     Rule(code: .variableShadowsBuiltin, failing: withComponents("{}", applinksExtra: #""substitutionVariables": {"digit": ["1"]}, "#), passing: withComponents("{}", applinksExtra: #""substitutionVariables": {"number": ["1"]}, "#)),
     Rule(code: .unreachableComponent, failing: withComponents(#"{"/": "/buy/*"}, {"/": "/buy/special", "exclude": true}"#), passing: withComponents(#"{"/": "/buy/special", "exclude": true}, {"/": "/buy/*"}"#)),
+    Rule(code: .unreachablePath, failing: withPaths(#""NOT *", "/buy/*""#), passing: withPaths(#""NOT /buy/old", "/buy/*""#)),
     Rule(code: .unmatchablePattern, failing: withComponents(#"{"/": "/a b"}"#), passing: withComponents(#"{"/": "/a%20b"}"#)),
     Rule(code: .queryInPath, failing: withComponents(#"{"/": "/search?q=*"}"#), passing: withComponents(#"{"/": "/search", "?": {"q": "*"}}"#)),
     Rule(code: .encodedPatternNotDecoded, failing: withComponents(#"{"/": "/a%20b", "percentEncoded": false}"#), passing: withComponents(#"{"/": "/a b", "percentEncoded": false}"#)),
@@ -141,6 +147,33 @@ private let rules: [Rule] = [
         #expect(!codes(withComponents(#"{"/": "/a?"}, {"/": "/ab"}"#)).contains(.unreachableComponent))
         #expect(!codes(withComponents(#"{"?": {"a": "1"}}, {"?": {"b": "1"}}"#)).contains(.unreachableComponent))
         #expect(codes(withComponents(#"{"?": {"a": "1"}}, {"?": {"a": "1", "b": "2"}}"#)).contains(.unreachableComponent))
+    }
+
+    @Test func unreachableLegacyPathsAreFoundLikeComponents() throws {
+        let blocked = AASAFile(withPaths(#""NOT *", "/a", "NOT /b""#)).diagnostics.filter { $0.code == .unreachablePath }
+        #expect(blocked.map(\.path.description) == ["$.applinks.details[0].paths[1]", "$.applinks.details[0].paths[2]"])
+        let first = try #require(blocked.first)
+        #expect(first.message == #"paths[1] can never match: paths[0] "NOT *" matches every URL it matches and blocks it first"#)
+        #expect(codes(withPaths(#""/a", "/b", "/a""#)) == [.unreachablePath], "an exact duplicate")
+        #expect(codes(withPaths(#""/a/*", "/a/b""#)) == [.unreachablePath])
+        // Not covered: a narrower earlier path, a later broader one.
+        #expect(codes(withPaths(#""/a/b", "/a/*""#)).isEmpty)
+        #expect(codes(withPaths(#""NOT /a", "*""#)).isEmpty)
+    }
+
+    @Test func aLegacyPathIsNotToldToUseAKeyItCannotHave() throws {
+        let d = try #require(AASAFile(withPaths(#""/a b""#)).diagnostics.first { $0.code == .unmatchablePattern })
+        #expect(!d.message.contains("set percentEncoded: false"), "\(d.message)")
+        #expect(d.message.contains("legacy paths are always compared percent-encoded"))
+        let component = try #require(AASAFile(withComponents(#"{"/": "/a b"}"#)).diagnostics.first { $0.code == .unmatchablePattern })
+        #expect(component.message.contains("set percentEncoded: false"))
+    }
+
+    @Test func onlyFindingsAboutJSONItselfCountAsSyntaxErrors() {
+        #expect(AASAFile(#"{"a": 1 "b": 2}"#).diagnostics.contains { $0.code.isJSONSyntaxError })
+        #expect(!AASAFile(withComponents(#"{"/": 42}"#)).diagnostics.contains { $0.code.isJSONSyntaxError })
+        #expect(!DiagnosticCode.duplicateKey.isJSONSyntaxError)
+        #expect(!DiagnosticCode.byteOrderMark.isJSONSyntaxError)
     }
 
     @Test func aValidFileHasNoFindingsAndKeepsItsBytes() {
