@@ -44,7 +44,8 @@ public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, Custo
     /// - merchant ID: 64 KiB (SPEC 2.1); Apple's file is a few kilobytes of hex.
     public var maximumSize: Int {
         switch self {
-        case .aasa, .assetLinks, .webAuthn: return 131_072
+        case .aasa: return AASAFile.maximumSize
+        case .assetLinks, .webAuthn: return 131_072
         case .merchantID: return 65_536
         }
     }
