@@ -38,10 +38,26 @@ enum InputFiles {
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
+    static func isRegularFile(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// A site folder of a config directory (SPEC section 2).
     struct Site {
         var name: SiteName
+        /// The site's `apple-app-site-association` file (it may not exist: SPEC 2.1).
         var file: String
+        var folder: String
+    }
+
+    /// The association files (SPEC 2.1) present in a site folder, in the order of
+    /// `AssociationFileKind.allCases`. Symlinks are followed, as the server follows them.
+    static func associationFiles(in folder: String) -> [(kind: AssociationFileKind, path: String)] {
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        return AssociationFileKind.allCases
+            .map { (kind: $0, path: prefix + $0.fileName) }
+            .filter { isRegularFile($0.path) }
     }
 
     /// The sites of a config directory, in byte order of their names. Entries that begin with
@@ -68,7 +84,7 @@ enum InputFiles {
                 skipped("\(folder): not a site: a folder name must be a lower-case host name or *.host")
                 continue
             }
-            sites.append(Site(name: site, file: folder + "/apple-app-site-association"))
+            sites.append(Site(name: site, file: folder + "/" + AssociationFileKind.aasa.fileName, folder: folder))
         }
         return sites
     }

@@ -6,50 +6,81 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case json
 }
 
+extension AssociationFileKind: ExpressibleByArgument {}
+
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check apple-app-site-association files.",
+        abstract: "Check association files: apple-app-site-association, assetlinks.json, webauthn and Apple Pay's merchant ID file.",
         discussion: """
-        PATH is a file, or a config directory (then every site in it). Exit status: 0 no errors \
-        (warnings allowed), 1 errors (with --strict, warnings count too), 2 bad usage or unreadable input.
+        PATH is a file, a site folder (every association file in it), or a config directory (every \
+        association file of every site in it). A file's rules follow its name (assetlinks.json, webauthn, \
+        apple-developer-merchantid-domain-association; any other name is read as apple-app-site-association) \
+        unless --kind names them. Exit status: 0 no errors (warnings allowed), 1 errors (with --strict, \
+        warnings count too), 2 bad usage or unreadable input.
         """
     )
 
-    @Argument(help: "Files or config directories.")
+    @Argument(help: "Files, site folders or config directories.")
     var paths: [String]
 
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @Option(help: "Read the files given as this kind: aasa, assetlinks, merchantid or webauthn (default: by file name).")
+    var kind: AssociationFileKind?
+
     @Flag(help: "Count warnings as errors.")
     var strict = false
 
+    func validate() throws {
+        if kind != nil, let directory = paths.first(where: InputFiles.isDirectory) {
+            throw ValidationError("--kind applies to files; the files of \(directory) are read by their names")
+        }
+    }
+
     func run() throws {
-        var results: [(path: String, file: AASAFile)] = []
+        var results: [(path: String, file: AssociationFile)] = []
         var unreadable = false
-        for path in paths {
+        func complain(_ message: String) {
+            FileHandleOutput.standardError.write("aasa: \(message)\n")
+            unreadable = true
+        }
+        func check(_ path: String, as kind: AssociationFileKind) {
             do {
-                if InputFiles.isDirectory(path) {
-                    let sites = try InputFiles.sites(in: path) { FileHandleOutput.standardError.write("aasa: \($0)\n") }
-                    if sites.isEmpty {
-                        FileHandleOutput.standardError.write("aasa: \(path): no site folders found\n")
-                        unreadable = true
-                    }
-                    for site in sites {
-                        do {
-                            results.append((site.file, AASAFile(bytes: try InputFiles.read(site.file))))
-                        } catch {
-                            FileHandleOutput.standardError.write("aasa: \(error)\n")
-                            unreadable = true
-                        }
-                    }
-                } else {
-                    results.append((path, AASAFile(bytes: try InputFiles.read(path))))
-                }
+                results.append((path, AssociationFile(kind: kind, bytes: try InputFiles.read(path))))
             } catch {
-                FileHandleOutput.standardError.write("aasa: \(error)\n")
-                unreadable = true
+                complain("\(error)")
+            }
+        }
+
+        for path in paths {
+            guard InputFiles.isDirectory(path) else {
+                check(path, as: kind ?? AssociationFileKind.kind(forFileName: path) ?? .aasa)
+                continue
+            }
+            // A folder that holds association files is one site's folder (`aasa validate config/example.com`).
+            let own = InputFiles.associationFiles(in: path)
+            if !own.isEmpty {
+                for file in own { check(file.path, as: file.kind) }
+                continue
+            }
+            let sites: [InputFiles.Site]
+            do {
+                sites = try InputFiles.sites(in: path) { FileHandleOutput.standardError.write("aasa: \($0)\n") }
+            } catch {
+                complain("\(error)")
+                continue
+            }
+            if sites.isEmpty {
+                complain("\(path): no site folders and no association files found")
+            }
+            for site in sites {
+                let files = InputFiles.associationFiles(in: site.folder)
+                if files.isEmpty {
+                    complain("\(site.folder): no association file (\(AssociationFileKind.allCases.map(\.fileName).joined(separator: ", ")))")
+                }
+                for file in files { check(file.path, as: file.kind) }
             }
         }
 
@@ -64,7 +95,7 @@ struct ValidateCommand: ParsableCommand {
             }
             let errors = results.reduce(0) { $0 + $1.file.errorCount }
             let warnings = results.reduce(0) { $0 + $1.file.warningCount }
-            text += "\(errors) errors, \(warnings) warnings in \(results.count) files\n"
+            text += "\(counted(errors, "error")), \(counted(warnings, "warning")) in \(counted(results.count, "file"))\n"
             out.write(text)
         case .json:
             var w = JSONWriter()
@@ -88,7 +119,12 @@ struct ValidateCommand: ParsableCommand {
         if results.contains(where: { !passes($0.file) }) { throw ExitCode(1) }
     }
 
-    private func passes(_ file: AASAFile) -> Bool {
+    private func passes(_ file: AssociationFile) -> Bool {
         file.isValid && !(strict && file.warningCount > 0)
+    }
+
+    /// "1 error", "0 errors", "2 errors": SPEC 4's `N errors, M warnings in K files`, singular for one.
+    private func counted(_ n: Int, _ noun: String) -> String {
+        "\(n) \(noun)\(n == 1 ? "" : "s")"
     }
 }

@@ -20,18 +20,22 @@ public struct JSONParser {
     private var sink: DiagnosticSink
     private var path = JSONPath()
     private var depth = 0
+    /// What the document should be, for the message about an empty file.
+    private let expecting: String
 
     private struct Stop: Error {}
 
     /// Parses `bytes`. A leading UTF-8 byte-order mark is reported as a warning and skipped.
-    public static func parse(_ bytes: [UInt8], map: SourceMap? = nil) -> Result {
-        var parser = JSONParser(bytes: bytes, map: map ?? SourceMap(bytes))
+    /// `expecting` names the value the file should hold, for the message about an empty file.
+    public static func parse(_ bytes: [UInt8], map: SourceMap? = nil, expecting: String = "a JSON object") -> Result {
+        var parser = JSONParser(bytes: bytes, map: map ?? SourceMap(bytes), expecting: expecting)
         let value = parser.parseDocument()
         return Result(value: value, diagnostics: parser.sink.diagnostics)
     }
 
-    private init(bytes: [UInt8], map: SourceMap) {
+    private init(bytes: [UInt8], map: SourceMap, expecting: String) {
         self.bytes = bytes
+        self.expecting = expecting
         self.sink = DiagnosticSink(map: map)
     }
 
@@ -45,7 +49,7 @@ public struct JSONParser {
         do {
             try skipWhitespace()
             guard index < bytes.count else {
-                report(.emptyFile, "the file is empty; expected a JSON object", at: index)
+                report(.emptyFile, "the file is empty; expected \(expecting)", at: index)
                 return nil
             }
             let value = try parseValue()

@@ -51,13 +51,41 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case encodedPatternNotDecoded = "encoded-pattern-with-percent-encoded-false"
     case lowercasePercentEscape = "lowercase-percent-escape"
 
+    // The other association files a site may host (SPEC 2.1). Generic codes above (`bom`,
+    // `file-too-large`, `empty-file`, `unknown-key`, `wrong-type`, `missing-key`, `empty-list`
+    // and the JSON syntax codes) keep their meaning and severity in every kind of file.
+    case rootNotArray = "root-not-array"
+    case emptyRequiredList = "empty-required-list"
+    case originTrailingSlash = "origin-trailing-slash"
+
+    // assetlinks.json (Google's Digital Asset Links statement list).
+    case assetLinksInvalidRelation = "assetlinks-invalid-relation"
+    case assetLinksUnknownRelation = "assetlinks-unknown-relation"
+    case assetLinksUnknownNamespace = "assetlinks-unknown-namespace"
+    case assetLinksInvalidPackageName = "assetlinks-invalid-package-name"
+    case assetLinksInvalidFingerprint = "assetlinks-invalid-fingerprint"
+    case assetLinksLowercaseFingerprint = "assetlinks-lowercase-fingerprint"
+    case assetLinksInvalidSite = "assetlinks-invalid-site"
+    case assetLinksInvalidInclude = "assetlinks-invalid-include"
+    case assetLinksDuplicateStatement = "assetlinks-duplicate-statement"
+
+    // webauthn (WebAuthn Level 3 related origins).
+    case webAuthnInvalidOrigin = "webauthn-invalid-origin"
+    case webAuthnTooManyOrigins = "webauthn-too-many-origins"
+    case webAuthnDuplicateOrigin = "webauthn-duplicate-origin"
+
+    // apple-developer-merchantid-domain-association (Apple Pay).
+    case merchantIDInvalidByte = "merchantid-invalid-byte"
+
     public var severity: Severity {
         switch self {
         case .byteOrderMark, .duplicateKey, .noService, .unknownKey, .emptyList,
              .legacyDetailsDictionary, .lowercaseAppIDPrefix, .appIDIgnored, .pathsIgnored,
              .noPatterns, .duplicateApp, .excludeInDefaults, .variableShadowsBuiltin,
              .unreachableComponent, .unreachablePath, .unmatchablePattern, .queryInPath,
-             .encodedPatternNotDecoded, .lowercasePercentEscape:
+             .encodedPatternNotDecoded, .lowercasePercentEscape,
+             .originTrailingSlash, .assetLinksUnknownRelation, .assetLinksLowercaseFingerprint,
+             .assetLinksDuplicateStatement, .webAuthnDuplicateOrigin:
             return .warning
         default:
             return .error

@@ -23,7 +23,7 @@ struct Rule: Sendable, CustomTestStringConvertible {
     var testDescription: String { code.rawValue }
 }
 
-private let rules: [Rule] = [
+let aasaRules: [Rule] = [
     Rule(code: .emptyFile, failing: "  ", passing: "{}"),
     Rule(code: .syntax, failing: "{\"applinks\" {}}", passing: "{\"applinks\": {}}"),
     Rule(code: .missingComma, failing: "{\"a\": 1 \"b\": 2}", passing: "{\"a\": 1, \"b\": 2}"),
@@ -61,7 +61,7 @@ private let rules: [Rule] = [
 ]
 
 @Suite struct AASAFileTests {
-    @Test(arguments: rules)
+    @Test(arguments: aasaRules)
     func eachRuleFiresOnTheFailingFileAndNotOnThePassingOne(rule: Rule) {
         let failing = AASAFile(rule.failing)
         #expect(failing.diagnostics.contains { $0.code == rule.code }, "\(failing.diagnostics)")
@@ -72,8 +72,9 @@ private let rules: [Rule] = [
         }
     }
 
+    /// Covers every kind of file: AASA rules here, the other kinds' in AssociationFileTests.
     @Test func everyCodeHasARuleTest() {
-        let covered = Set(rules.map(\.code))
+        let covered = Set(aasaRules.map(\.code) + associationFileRules.map(\.code))
         let parserOnly: Set<DiagnosticCode> = [.fileTooLarge, .byteOrderMark, .signedFile, .invalidUTF8, .unterminatedString,
                                                .controlCharacter, .invalidEscape, .invalidNumber, .invalidLiteral,
                                                .nestingTooDeep, .trailingContent]

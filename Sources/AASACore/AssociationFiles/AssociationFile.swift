@@ -1,0 +1,77 @@
+/// Any association file a site hosts (SPEC 2.1): its kind, its bytes and everything wrong with
+/// them. The question the server and `aasa validate` ask of every file, whatever its kind:
+/// may it be served (``isValid``), what is wrong (``diagnostics``), and what exactly to send
+/// (``bytes``, with ``contentType`` at ``urlPath``).
+///
+/// For an `apple-app-site-association` file this wraps ``AASAFile`` (whose ``AASAFile/document``
+/// the matcher needs, through ``aasa``); the other kinds are checked by their own rules, with the
+/// same kind of diagnostics: line and column, JSON path (`$` for the merchant ID file, which is
+/// not JSON) and a stable ``DiagnosticCode``.
+public struct AssociationFile: Sendable {
+    public let kind: AssociationFileKind
+    /// The bytes exactly as read: what the server serves when the file is valid.
+    public let bytes: [UInt8]
+    /// Every finding, in order of position.
+    public let diagnostics: [Diagnostic]
+    /// The AASA reading of the file when ``kind`` is ``AssociationFileKind/aasa``, else nil.
+    public let aasa: AASAFile?
+
+    /// True when there is no error (warnings allowed): the file may be served.
+    public var isValid: Bool { !diagnostics.contains { $0.severity == .error } }
+    public var errorCount: Int { diagnostics.count { $0.severity == .error } }
+    public var warningCount: Int { diagnostics.count { $0.severity == .warning } }
+
+    /// The `Content-Type` to serve the file with (``AssociationFileKind/contentType``).
+    public var contentType: String { kind.contentType }
+    /// The path the file is served at (``AssociationFileKind/urlPath``).
+    public var urlPath: String { kind.urlPath }
+
+    /// Validates `bytes` by the rules of `kind`.
+    public init(kind: AssociationFileKind, bytes: [UInt8]) {
+        self.kind = kind
+        self.bytes = bytes
+        if kind == .aasa {
+            let file = AASAFile(bytes: bytes)
+            self.aasa = file
+            self.diagnostics = file.diagnostics
+            return
+        }
+        self.aasa = nil
+        let map = SourceMap(bytes)
+        var diagnostics: [Diagnostic] = []
+        switch kind {
+        case .aasa:
+            preconditionFailure("handled above")
+        case .merchantID:
+            diagnostics = MerchantIDFile.diagnostics(bytes, map: map)
+        case .assetLinks, .webAuthn:
+            if bytes.count > kind.maximumSize {
+                diagnostics.append(Diagnostic(.fileTooLarge,
+                    "the file is \(bytes.count) bytes; at most \(kind.maximumSize) bytes (128 KB) are accepted",
+                    at: SourcePosition(line: 1, column: 1), path: .root))
+            }
+            let expecting = kind == .assetLinks ? "a JSON array of statements" : "a JSON object {\"origins\": [...]}"
+            let parsed = JSONParser.parse(bytes, map: map, expecting: expecting)
+            diagnostics += parsed.diagnostics
+            if let value = parsed.value {
+                if kind == .assetLinks {
+                    var reader = AssetLinksReader(map: map)
+                    reader.read(value)
+                    diagnostics += reader.sink.diagnostics
+                } else {
+                    var reader = WebAuthnReader(map: map)
+                    reader.read(value)
+                    diagnostics += reader.sink.diagnostics
+                }
+            }
+        }
+        // Stable sort by position, as AASAFile does: findings read top to bottom.
+        self.diagnostics = diagnostics.enumerated()
+            .sorted { ($0.element.position, $0.offset) < ($1.element.position, $1.offset) }
+            .map(\.element)
+    }
+
+    public init(kind: AssociationFileKind, _ text: String) {
+        self.init(kind: kind, bytes: Array(text.utf8))
+    }
+}

@@ -1,0 +1,62 @@
+/// The association files a site may host (SPEC 2.1): Apple's `apple-app-site-association`,
+/// Android's `assetlinks.json`, Apple Pay's merchant domain file and WebAuthn's related origins.
+/// Each kind knows its file name in a site folder, the path it is served at and its content type.
+public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
+    /// `apple-app-site-association` (universal links, shared web credentials, App Clips, Handoff).
+    case aasa
+    /// `assetlinks.json`: Google's Digital Asset Links statement list (Android App Links,
+    /// credential sharing).
+    case assetLinks = "assetlinks"
+    /// `apple-developer-merchantid-domain-association`: Apple Pay on the web's domain verification file.
+    case merchantID = "merchantid"
+    /// `webauthn`: WebAuthn Level 3 related origins (§5.11).
+    case webAuthn = "webauthn"
+
+    /// The name the file has in a site folder, and the last component of ``urlPath``.
+    public var fileName: String {
+        switch self {
+        case .aasa: return "apple-app-site-association"
+        case .assetLinks: return "assetlinks.json"
+        case .merchantID: return "apple-developer-merchantid-domain-association"
+        case .webAuthn: return "webauthn"
+        }
+    }
+
+    /// The request path the file is served at. Every kind lives under `/.well-known/` (RFC 8615);
+    /// an AASA file is also fetched at the legacy `/apple-app-site-association` (SPEC 3.2),
+    /// which is not listed here.
+    public var urlPath: String { "/.well-known/" + fileName }
+
+    /// The `Content-Type` to serve the file with (SPEC 2.1). Apple Pay's file is opaque text
+    /// that Apple compares byte for byte; the others are JSON, and both Android's verifier and
+    /// WebAuthn clients (§5.11.1) refuse another type.
+    public var contentType: String {
+        switch self {
+        case .aasa, .assetLinks, .webAuthn: return "application/json"
+        case .merchantID: return "text/plain"
+        }
+    }
+
+    /// The largest file the validator accepts; bigger is an error reported at 1:1.
+    /// - AASA: swcd stops reading after 128 KB (reference 1.9).
+    /// - assetlinks.json and webauthn: no published limit; 128 KB, like AASA, is far above
+    ///   any real file (1 000 origins of 100 bytes is 100 KB) and bounds what is held in memory.
+    /// - merchant ID: 64 KiB (SPEC 2.1); Apple's file is a few kilobytes of hex.
+    public var maximumSize: Int {
+        switch self {
+        case .aasa: return AASAFile.maximumSize
+        case .assetLinks, .webAuthn: return 131_072
+        case .merchantID: return 65_536
+        }
+    }
+
+    /// The `--kind` name: `aasa`, `assetlinks`, `merchantid` or `webauthn`.
+    public var description: String { rawValue }
+
+    /// The kind whose file has this name, or nil for any other name (a command then reads the
+    /// file as AASA). `name` may be a path: only its last component counts.
+    public static func kind(forFileName name: String) -> AssociationFileKind? {
+        let base = name.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? name
+        return allCases.first { $0.fileName == base }
+    }
+}
