@@ -11,6 +11,7 @@ public enum HTTPStatus: Int, Sendable, CaseIterable {
     case misdirectedRequest = 421
     case requestHeaderFieldsTooLarge = 431
     case internalServerError = 500
+    case notImplemented = 501
     case serviceUnavailable = 503
     case httpVersionNotSupported = 505
 
@@ -27,6 +28,7 @@ public enum HTTPStatus: Int, Sendable, CaseIterable {
         case .misdirectedRequest: return "Misdirected Request"
         case .requestHeaderFieldsTooLarge: return "Request Header Fields Too Large"
         case .internalServerError: return "Internal Server Error"
+        case .notImplemented: return "Not Implemented"
         case .serviceUnavailable: return "Service Unavailable"
         case .httpVersionNotSupported: return "HTTP Version Not Supported"
         }

@@ -243,6 +243,10 @@ public struct RequestParser: Sendable {
         var hostCount = 0
         var contentLength: Int?
         var transferEncoding = false
+        /// Transfer codings in order, over every Transfer-Encoding field; only `chunked` alone
+        /// is one this server can frame (RFC 9112 §6.1).
+        var codings = 0
+        var onlyChunked = true
         var connectionClose = false
         var connectionKeepAlive = false
         var ifNoneMatch: String?
@@ -292,6 +296,10 @@ public struct RequestParser: Sendable {
                 contentLength = valueBytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
             case .transferEncoding:
                 transferEncoding = true
+                RequestParser.forEachToken(valueBytes) { token in
+                    codings += 1
+                    if !RequestParser.equalsIgnoringCase(token, "chunked") { onlyChunked = false }
+                }
             case .connection:
                 RequestParser.forEachToken(valueBytes) { token in
                     if RequestParser.equalsIgnoringCase(token, "close") { connectionClose = true }
@@ -311,6 +319,10 @@ public struct RequestParser: Sendable {
         // RFC 9112 §6.1: Content-Length with Transfer-Encoding is how requests are smuggled.
         if transferEncoding && contentLength != nil {
             return .error(HTTPError(.badRequest, "both Content-Length and Transfer-Encoding"))
+        }
+        // A coding we cannot undo leaves the body's end unknown: 501, and the connection closes.
+        if transferEncoding && (codings != 1 || !onlyChunked) {
+            return .error(HTTPError(.notImplemented, "only Transfer-Encoding: chunked is supported"))
         }
         if let contentLength, contentLength > limits.maxBody {
             return .error(HTTPError(.payloadTooLarge, "body of \(contentLength) bytes is over \(limits.maxBody)"))

@@ -108,5 +108,17 @@ func status(_ text: String) -> Int? {
         let chunked = try request("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
         #expect(chunked.hasUnframedBody)
         #expect(!chunked.keepAlive)
+        let mixedCase = try request("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n")
+        #expect(mixedCase.hasUnframedBody)
+    }
+
+    @Test func answersAnyOtherTransferCodingWith501() {
+        for coding in ["identity", "xchunked", "chunked, identity", "gzip, chunked", "chunked, chunked", ""] {
+            guard case .error(let e) = parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \(coding)\r\n\r\n") else {
+                Issue.record("\(coding): not refused")
+                continue
+            }
+            #expect(e.status == .notImplemented, "\(coding)")
+        }
     }
 }
