@@ -46,6 +46,10 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Stop accepting above this many connections (default 10000).")
     var maxConnections: Int?
 
+    @Option(name: .customLong("max-connections-per-client"),
+            help: "Connections one client address may hold; 0 = no limit (default 256 on HTTPS and PROXY-protocol listeners).")
+    var maxConnectionsPerClient: Int?
+
     @Option(name: .customLong("log-format"), help: "text or json.")
     var logFormat: String?
 
@@ -94,6 +98,10 @@ struct ServeCommand: ParsableCommand {
         guard grace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
         c.shutdownGraceSeconds = grace
         c.transport.proxyProtocol = proxyProtocol || env.flag("AASA_PROXY_PROTOCOL")
+        if let perClient = maxConnectionsPerClient ?? env.int("AASA_MAX_CONNECTIONS_PER_CLIENT") {
+            guard perClient >= 0 else { throw ValidationError("--max-connections-per-client must be 0 or more") }
+            c.transport.maxConnectionsPerClient = perClient
+        }
         c.dev = dev
 
         let status = Server(configuration: c).run()

@@ -11,12 +11,32 @@ final class ServerState: Sendable {
     /// Loops that have stopped watching the client listeners after draining began; once all
     /// have, the listening sockets are closed so new connections are refused at once.
     let loopsReleasedListeners = Atomic<Int>(0)
+    /// Open connections per client address, for the per-client limit (touched once when a
+    /// connection's address is known and once when it closes, never per request).
+    let clientConnections = Mutex<[String: Int]>([:])
     /// Request counts of every loop, fixed before the loops start.
     let loopCounters: [LoopCounters]
     let maxConnections: Int
     let shutdownGraceMilliseconds: Int64
     /// `--dev`: the dashboard, the fetch log and the development certificates.
     let dev: DevelopmentMode?
+
+    /// Counts a new connection from `client` unless it already holds `limit`.
+    func admit(_ client: String, limit: Int) -> Bool {
+        clientConnections.withLock { counts in
+            let n = counts[client, default: 0]
+            guard n < limit else { return false }
+            counts[client] = n + 1
+            return true
+        }
+    }
+
+    func release(_ client: String) {
+        clientConnections.withLock { counts in
+            let n = counts[client, default: 1] - 1
+            counts[client] = n > 0 ? n : nil
+        }
+    }
 
     init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil) {
         self.dev = dev

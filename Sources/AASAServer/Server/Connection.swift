@@ -58,6 +58,8 @@ final class Connection: RequestDispatch {
     private var lastWrite: Int64
     /// Keeps the certificate store alive while the ServerName callback may read it.
     private var handshakeStore: CertificateStore?
+    /// The address counted against the per-client limit, released when the connection closes.
+    private var countedClient: String?
 
     /// The epoll events registered for it (kept by the loop).
     var interest: UInt32 = 0
@@ -85,6 +87,19 @@ final class Connection: RequestDispatch {
     }
 
     // MARK: - What the loop asks
+
+    /// Counts the connection against its client's limit (SPEC 3.3); false when the client
+    /// already holds as many as it may. Without PROXY protocol the loop asks at accept; with
+    /// it, the address is the one the header gives, so it is asked when the header is read.
+    func admitClient() -> Bool {
+        guard let limit = loop.transport.perClientLimit(facts.listener) else { return true }
+        guard loop.state.admit(facts.client, limit: limit) else { return false }
+        countedClient = facts.client
+        return true
+    }
+
+    /// Whether the per-client limit is checked at accept (no PROXY header to wait for).
+    var admitsAtAccept: Bool { stage != .proxyHeader }
 
     /// Handles readiness. Returns false when the connection is finished: the loop closes it.
     func handle(events: UInt32) -> Bool {
@@ -153,6 +168,8 @@ final class Connection: RequestDispatch {
 
     /// Frees the TLS state; the loop closes the descriptor.
     func release() {
+        if let countedClient { loop.state.release(countedClient) }
+        countedClient = nil
         stream = .plain(fd)
         handshakeStore = nil
         session = nil
@@ -169,6 +186,10 @@ final class Connection: RequestDispatch {
             return false
         case .done(let client):
             if let client { facts.client = client }
+            guard admitClient() else {
+                loop.log.debug("\(facts.client): over --max-connections-per-client; closed")
+                return false
+            }
             stageDeadline = loop.clock.now + loop.transport.handshakeTimeout
             if facts.listener == .https {
                 stage = .awaitingClientHello

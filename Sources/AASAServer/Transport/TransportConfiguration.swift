@@ -10,6 +10,17 @@ public struct TransportConfiguration: Sendable {
     /// A connection whose unsent output makes no progress for this long is closed (a client
     /// that stopped reading).
     public var writeStallTimeout: Int64 = 60_000
+    /// Connections one client address may hold at once (SPEC 3.3); 0 = no limit. nil: 256 on
+    /// HTTPS listeners and on any listener with PROXY protocol, none on a plain HTTP listener
+    /// (usually behind a balancer whose one address carries every client).
+    public var maxConnectionsPerClient: Int?
+
+    /// The per-client limit on a listener, or nil for none. The admin listener has none.
+    func perClientLimit(_ listener: ListenerKind) -> Int? {
+        guard listener != .admin else { return nil }
+        if let limit = maxConnectionsPerClient { return limit == 0 ? nil : limit }
+        return listener == .https || proxyProtocol ? 256 : nil
+    }
 
     public init() {}
 }
