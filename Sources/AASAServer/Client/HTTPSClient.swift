@@ -63,7 +63,7 @@ public final class HTTPSClient: Sendable {
 
     public func send(_ request: HTTPClientRequest) throws(HTTPClientError) -> HTTPResponse {
         let timeoutMilliseconds = Int64(configuration.timeoutSeconds * 1000)
-        var exchange = Exchange(deadline: monotonicMilliseconds() + timeoutMilliseconds,
+        let exchange = Exchange(deadline: monotonicMilliseconds() + timeoutMilliseconds,
                                 timeoutText: Exchange.seconds(configuration.timeoutSeconds))
         let url = request.url
         let addresses: [SocketAddress]
