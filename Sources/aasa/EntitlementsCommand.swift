@@ -48,6 +48,10 @@ struct EntitlementsCommand: ParsableCommand {
         guard (file == nil) != entitlement.isEmpty else { throw ValidationError("give FILE or --entitlement (one of them)") }
         guard (config == nil) == live else { throw ValidationError("give --config DIR or --live (one of them)") }
         if !live, connect != nil || cacert != nil { throw ValidationError("--connect and --cacert go with --live") }
+        if let cacert, (try? InputFiles.read(cacert, limit: 16 * 1024 * 1024)) == nil {
+            throw ValidationError("--cacert \(cacert): cannot read the file")
+        }
+        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
     }
 
     func run() throws {

@@ -54,7 +54,8 @@ public struct HostReport: Sendable {
         checks[i].message = message
     }
 
-    /// Marks every check from `name` on, up to `app`, as not run because `reason` failed.
+    /// Marks every origin check after `name` (up to `app`; `cdn` stands alone) as not run
+    /// because `name` failed.
     mutating func skipOrigin(after name: String) {
         guard let from = checks.firstIndex(where: { $0.name == name }) else { return }
         for i in (from + 1)..<checks.count where checks[i].name != "cdn" {

@@ -340,6 +340,7 @@ private struct SlotWriter: @unchecked Sendable {
     func write(_ i: Int, _ report: HostReport) { slots[i] = report }
 }
 
+/// A thread per host; kept apart from the server's loop threads, which `check` never starts.
 private func startCheckThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     final class Box {
         let body: @Sendable () -> Void
