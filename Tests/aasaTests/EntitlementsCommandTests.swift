@@ -113,6 +113,17 @@ private let everyResult = [
         #expect(!server.accessLog.contains("/a/v1/"), "no CDN")
     }
 
+    @Test func developerModeAcceptsAValidCertificateTheSystemDoesNotTrust() throws {
+        let server = try ServerProcess()
+        let r = try AASABinary.run(["entitlements", "--entitlement", "applinks:example.com?mode=developer", "--entitlement", "applinks:example.com",
+                                    "--app", app, "--live", "--connect", "127.0.0.1:\(server.https)"])
+        #expect(r.status == 1)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("applinks:example.com?mode=developer: ok: ") == true, "\(r.stdout)")
+        #expect(lines.last?.hasPrefix("applinks:example.com: no-file: https://example.com/.well-known/apple-app-site-association: tls: ") == true)
+        #expect(lines.last?.contains("unable to get local issuer certificate") == true)
+    }
+
     @Test func badUsageAndUnreadableFilesExitWith2() throws {
         let (dir, configPath) = try config()
         #expect(try AASABinary.run(["entitlements", "--entitlement", "applinks:example.com", "--app", app]).status == 2, "no --config or --live")

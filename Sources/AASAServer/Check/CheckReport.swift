@@ -36,6 +36,16 @@ public struct HostReport: Sendable {
     public var cdn = CDNSummary()
     /// The origin's file, when one was read (for `aasa entitlements --live`).
     public var file: AASAFile?
+    /// OpenSSL's verdict when the origin's certificate did not verify ("certificate has
+    /// expired", "unable to get local issuer certificate", …).
+    public var certificateFailure: String?
+
+    /// The certificate failed only because no trusted CA issued it: valid otherwise (in date,
+    /// for the right name), which is all developer mode asks (reference 4.3).
+    public var certificateIsOnlyUntrusted: Bool {
+        guard let f = certificateFailure else { return false }
+        return f.contains("issuer") || f.contains("self-signed") || f.contains("self signed")
+    }
 
     init(host: String, url: String) {
         self.host = host

@@ -177,6 +177,7 @@ public struct SiteCheck: Sendable {
 
     private func setTLS(_ report: inout HostReport, _ tls: TLSSummary, host: String) {
         if let failure = tls.verificationFailure {
+            report.certificateFailure = failure
             report.set("tls", .fail, "\(tls.protocolVersion), but the certificate does not verify for \(host): \(failure)\(SiteCheck.advice(failure, host: host))")
             return
         }
