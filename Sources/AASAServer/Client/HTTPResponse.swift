@@ -5,7 +5,8 @@ import AASAHTTP
 public struct HTTPClientRequest: Sendable {
     public var method: String
     public var url: HTTPURL
-    /// Sent after `Host`; one named `User-Agent`, `Accept` or `Connection` replaces the default.
+    /// Sent after `Host` (always the URL's); one named `User-Agent`, `Accept` or `Connection`
+    /// replaces the default, and `Content-Length` is always computed from `body`.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
 
@@ -24,7 +25,7 @@ public struct HTTPClientRequest: Sendable {
         if !given.contains("user-agent") { text += "User-Agent: \(userAgent)\r\n" }
         if !given.contains("accept") { text += "Accept: */*\r\n" }
         if !given.contains("connection") { text += "Connection: close\r\n" }
-        for (name, value) in headers where name.lowercased() != "content-length" {
+        for (name, value) in headers where !["content-length", "host"].contains(name.lowercased()) {
             text += "\(name): \(value)\r\n"
         }
         // POST and PUT always say their length, even an empty one (RFC 9110 §8.6).

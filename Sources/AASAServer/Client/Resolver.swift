@@ -16,9 +16,9 @@ public enum Resolver {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        // Only address families this machine has an address for (no AAAA answers used on an
-        // IPv4-only host, where connecting to them would fail anyway).
-        hints.ai_flags = AI_ADDRCONFIG
+        // No AI_ADDRCONFIG: glibc does not count loopback as configured, so on a host with only
+        // loopback `localhost` would not resolve. An address of a family the host cannot reach
+        // fails its connect at once and the client tries the next.
         var list: UnsafeMutablePointer<addrinfo>?
         let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let r = getaddrinfo(literal, String(port), &hints, &list)
