@@ -12,7 +12,7 @@ struct AASA: ParsableCommand {
         commandName: "aasa",
         abstract: "Host, validate and test apple-app-site-association files.",
         version: "0.1.0",
-        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, HealthCommand.self, DevCertsCommand.self]
+        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, EntitlementsCommand.self, HealthCommand.self, DevCertsCommand.self]
     )
 
     /// SPEC: exit 2 for bad usage. ArgumentParser uses EX_USAGE (64) for that; map it here.

@@ -1,0 +1,201 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback HTTP/1.1 server with scripted answers per path, for what `aasa serve` never
+/// sends: redirects, HTML pages, wrong types, oversized or broken files, Apple's CDN with its
+/// failure headers, and a server that accepts and never answers. One request per connection.
+final class ScriptedServer: @unchecked Sendable {
+    let port: Int
+    private let fd: Int32
+    private let routes: [String: [UInt8]]
+    private let fallback: [UInt8]
+    private let silent: Bool
+    private let lock = NSLock()
+    private var stopped = false
+    private var held: [Int32] = []
+    private var requestLog: [String] = []
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// A whole response with `Content-Length` and `Connection: close`.
+    static func response(_ status: String, _ headers: [String] = [], body: String = "") -> [UInt8] {
+        let head = "HTTP/1.1 \(status)\r\n" + headers.map { $0 + "\r\n" }.joined() + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        return Array((head + body).utf8)
+    }
+
+    /// - Parameters:
+    ///   - routes: request path (without query) to the bytes sent back.
+    ///   - silent: accept every connection and never read or answer (a hung server).
+    init(routes: [String: [UInt8]] = [:], fallback: [UInt8] = ScriptedServer.response("404 Not Found", body: "no"), silent: Bool = false) throws {
+        self.routes = routes
+        self.fallback = fallback
+        self.silent = silent
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var on: Int32 = 1
+        setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(s, 64) == 0 else { close(s); throw HarnessError(description: "scripted server: bind/listen: \(errno)") }
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &length) } }
+        fd = s
+        port = Int(UInt16(bigEndian: local.sin_port))
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    /// The request lines received, in order.
+    var requests: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return requestLog
+    }
+
+    func stop() {
+        lock.lock()
+        let wasStopped = stopped
+        stopped = true
+        lock.unlock()
+        guard !wasStopped else { return }
+        finished.wait()
+        for c in held { close(c) }
+        close(fd)
+    }
+
+    private var isStopped: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopped
+    }
+
+    private func serve() {
+        defer { finished.signal() }
+        while !isStopped {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 50) > 0 else { continue }
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { continue }
+            if silent {
+                held.append(client)
+                continue
+            }
+            answer(client)
+            close(client)
+        }
+    }
+
+    private func answer(_ client: Int32) {
+        var tv = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var request: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while request.count < 65536, !request.ends(with: Array("\r\n\r\n".utf8)) {
+            let n = recv(client, &buffer, buffer.count, 0)
+            if n <= 0 { return }
+            request.append(contentsOf: buffer[0..<n])
+        }
+        let line = String(decoding: request.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+        lock.lock()
+        requestLog.append(String(decoding: request, as: UTF8.self))
+        lock.unlock()
+        let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        let path = String(target.prefix { $0 != "?" })
+        let reply = routes[path] ?? fallback
+        var offset = 0
+        while offset < reply.count {
+            let n = reply.withUnsafeBytes { send(client, $0.baseAddress! + offset, reply.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
+
+/// haproxy terminating TLS in TCP mode in front of a ``ScriptedServer``: an HTTPS origin that
+/// answers whatever the script says, with the certificate given.
+final class TLSFront {
+    let port: Int
+    private let process = Process()
+    private let directory: TemporaryDirectory
+
+    init(backend: Int, certificatePEM: String) throws {
+        directory = try TemporaryDirectory()
+        port = try freePort()
+        let pem = try directory.write("front.pem", certificatePEM)
+        let config = """
+        global
+          maxconn 100
+        defaults
+          mode tcp
+          timeout connect 2s
+          timeout client 10s
+          timeout server 10s
+        frontend tls
+          bind 127.0.0.1:\(port) ssl crt \(pem)
+          default_backend origin
+        backend origin
+          server origin 127.0.0.1:\(backend)
+        """
+        let path = try directory.write("haproxy.cfg", config + "\n")
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
+        process.arguments = ["-db", "-f", path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
+                close(fd)
+                return
+            }
+            usleep(50_000)
+        }
+        process.terminate()
+        throw HarnessError(description: "haproxy did not listen on \(port)")
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
+
+extension TestCertificates {
+    /// A certificate and key (PEM, certificate first) from the test CA, for `names` (a
+    /// subjectAltName list such as `DNS:example.com`), valid for `days` (negative: expired).
+    static func issue(commonName: String, names: String, days: Int) throws -> String {
+        let dir = try TemporaryDirectory()
+        let script = """
+        set -e
+        cd '\(dir.url.path)'
+        openssl ecparam -name prime256v1 -genkey -noout -out leaf.key
+        openssl req -new -key leaf.key -subj '/CN=\(commonName)' -out leaf.csr 2>/dev/null
+        printf 'subjectAltName=%s\\nextendedKeyUsage=serverAuth\\n' '\(names)' > leaf.ext
+        openssl x509 -req -in leaf.csr -CA '\(caFile)' -CAkey '\(directory.appendingPathComponent("ca.key").path)' \
+          -set_serial \(Int.random(in: 1000...999_999)) -days \(days) -sha256 -extfile leaf.ext -out leaf.crt 2>/dev/null
+        cat leaf.crt leaf.key
+        """
+        let r = try Shell.run("/bin/bash", ["-c", script])
+        guard r.status == 0 else { throw HarnessError(description: "issuing a certificate failed: \(r.stderr)") }
+        return r.stdout
+    }
+
+    /// `sites.crt` and `sites.key` (example.com, www.example.com) as one PEM.
+    static var sitesPEM: String {
+        get throws {
+            try String(contentsOf: directory.appendingPathComponent("sites.crt"), encoding: .utf8)
+                + String(contentsOf: directory.appendingPathComponent("sites.key"), encoding: .utf8)
+        }
+    }
+}
