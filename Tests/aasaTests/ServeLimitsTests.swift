@@ -92,3 +92,31 @@ import Glibc
         return Int(fields[11])! + Int(fields[12])!
     }
 }
+
+/// Connections that never speak must cost what an idle plain one does (issue: TLS state made at
+/// accept cost about 34 KB each).
+@Suite struct SilentConnectionTests {
+    @Test func silentTLSConnectionsCostLittleMemory() throws {
+        let server = try ServerProcess(extraArguments: ["--max-connections-per-client", "0"], workers: 1)
+        let pid = server.process.processIdentifier
+        // Warm up: a handshake and a request, so lazily made state is already there.
+        #expect(RawHTTP.status(try server.curlHTTPS(host: "example.com").stdout) == 200)
+        let before = try residentKilobytes(pid)
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<800 { held.append(try RawHTTP.connect(port: server.https, timeout: 2)) }
+        // TCP_DEFER_ACCEPT holds silent connections back for a few seconds, then hands them over.
+        #expect(ServerProcess.waitFor(timeout: 20) {
+            try server.admin("/metrics").body.contains("aasa_open_connections 800")
+        })
+        let after = try residentKilobytes(pid)
+        let perConnection = Double(after - before) * 1024 / 800
+        #expect(perConnection < 8_000, "\(Int(perConnection)) bytes per silent TLS connection")
+    }
+
+    private func residentKilobytes(_ pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }!
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])!
+    }
+}

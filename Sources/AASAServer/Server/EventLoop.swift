@@ -170,8 +170,7 @@ final class EventLoop: @unchecked Sendable {
                 closeConnection(c)
                 continue
             }
-            // With TCP_DEFER_ACCEPT the first bytes are usually here already: start now.
-            apply(c, c.handle(events: Epoll.readable))
+            apply(c, c.start())
         }
     }
 
