@@ -48,7 +48,15 @@ struct AdminResponder {
             w.key("state"); w.value(site.state.rawValue)
             w.key("version"); w.value(site.served?.version)
             w.key("error")
-            if let error = site.error {
+            if let refusal = site.refusal {
+                // Refused before validation: no position in the file to point at.
+                w.beginObject()
+                w.key("message"); w.value(refusal.message)
+                w.key("line"); w.null()
+                w.key("column"); w.null()
+                w.key("code"); w.value(refusal.code)
+                w.endObject()
+            } else if let error = site.error {
                 w.beginObject()
                 w.key("message"); w.value(error.message)
                 w.key("line"); w.value(error.line)

@@ -37,7 +37,9 @@ final class DevelopmentMode: Sendable {
         out += "1. Entitlements to paste into Xcode (Signing & Capabilities > Associated Domains):\n"
         for site in snapshot.sites {
             for line in Entitlements.lines(for: site) { out += "     \(line)\n" }
-            if site.state != .serving, let e = site.error {
+            if site.state != .serving, let r = site.refusal {
+                out += "     (\(site.name) is not served: \(site.path): \(r.message))\n"
+            } else if site.state != .serving, let e = site.error {
                 out += "     (\(site.name) is not served: \(site.path):\(e.line):\(e.column): \(e.message))\n"
             }
         }

@@ -105,7 +105,9 @@ final class ControlLoop {
         state.metrics.reloads.add(1, ordering: .relaxed)
         // A reload error is a newly read file that was rejected.
         let rejected = next.sites.filter { site in
-            !site.newest.isValid && previous.index[site.name]?.newest.bytes != site.newest.bytes
+            guard site.state != .serving else { return false }
+            guard let before = previous.index[site.name] else { return true }
+            return before.newest.bytes != site.newest.bytes || before.refusal != site.refusal
         }
         state.metrics.recordReloadErrors(sites: rejected.map(\.name.description))
         rearm()
