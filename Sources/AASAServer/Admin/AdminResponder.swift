@@ -86,6 +86,7 @@ struct AdminResponder {
             w.endObject()
         }
         w.endArray()
+        w.key("logLinesDropped"); w.value(LogStream.droppedLines)
         w.endObject()
         return w.output
     }
@@ -118,6 +119,8 @@ struct AdminResponder {
         out += "aasa_tls_handshakes_total \(m.tlsHandshakes.load(ordering: .relaxed))\n"
         family("aasa_tls_handshake_errors_total", "counter", "Failed TLS handshakes.")
         out += "aasa_tls_handshake_errors_total \(m.tlsHandshakeErrors.load(ordering: .relaxed))\n"
+        family("aasa_log_lines_dropped_total", "counter", "Log lines dropped because stdout or stderr was not being read fast enough.")
+        out += "aasa_log_lines_dropped_total \(LogStream.droppedLines)\n"
         family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds.")
         for cert in state.snapshots.load().0.certificates.certificates {
             out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"
