@@ -20,17 +20,28 @@ final class ControlLoop {
     private let debounce: Int64 = 100
     private let maximumDelay: Int64 = 300
 
-    init(configuration: ServerConfiguration, builder: SnapshotBuilder, state: ServerState, log: Log, signals: sigset_t) {
+    /// Fails when the loop could never be told to stop: SIGTERM is blocked in every thread and
+    /// only this signalfd receives it.
+    init(configuration: ServerConfiguration, builder: SnapshotBuilder, state: ServerState, log: Log, signals: sigset_t) throws(SystemError) {
         self.configuration = configuration
         self.builder = builder
         self.state = state
         self.log = log
         var signals = signals
-        signalFD = signalfd(-1, &signals, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
-        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        watcher = DirectoryWatcher(log: log)
-        if signalFD >= 0 { try? Epoll.add(epfd, signalFD, events: Epoll.readable, data: 0) }
-        if let watcher { try? Epoll.add(epfd, watcher.fd, events: Epoll.readable, data: 1) }
+        var opened: [Int32] = []
+        do {
+            let signalFD = try check("signalfd") { signalfd(-1, &signals, Int32(SFD_NONBLOCK | SFD_CLOEXEC)) }
+            opened.append(signalFD)
+            let epfd = try Epoll.create()
+            opened.append(epfd)
+            try Epoll.add(epfd, signalFD, events: Epoll.readable, data: 0)
+            let watcher = DirectoryWatcher(log: log)
+            if let watcher { try Epoll.add(epfd, watcher.fd, events: Epoll.readable, data: 1) }
+            (self.signalFD, self.epfd, self.watcher) = (signalFD, epfd, watcher)
+        } catch {
+            for fd in opened { close(fd) }
+            throw error
+        }
         rearm()
     }
 

@@ -90,6 +90,17 @@ public final class Server {
             return 1
         }
 
+        // Before any loop starts: without it the process could not be stopped, so a failure
+        // here ends the start.
+        let control: ControlLoop
+        do {
+            control = try ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)
+        } catch {
+            log.error("cannot start: \(error)")
+            for l in listeners { close(l.fd) }
+            return 1
+        }
+
         var loops: [EventLoop] = []
         do {
             for i in 0..<max(1, configuration.workers) {
@@ -99,6 +110,7 @@ public final class Server {
             }
         } catch {
             log.error("cannot start event loops: \(error)")
+            for l in listeners { close(l.fd) }
             return 1
         }
         var threads: [pthread_t] = []
@@ -112,7 +124,6 @@ public final class Server {
         }
         log.info("ready: \(loops.count) workers, max \(configuration.maxConnections) connections")
 
-        let control = ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)
         control.run()
 
         // Draining: the loops stop accepting, finish, and exit within the grace period; the
