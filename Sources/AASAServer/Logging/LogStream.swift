@@ -22,8 +22,8 @@ final class LogStream: @unchecked Sendable {
         standardOutput.dropped.load(ordering: .relaxed) + standardError.dropped.load(ordering: .relaxed)
     }
 
-    /// Format of the notices about dropping; set once the server knows its `--log-format`.
-    static let noticeFormat = Atomic<Int>(0)
+    /// Whether the notices about dropping are JSON (`--log-format json`); set at start.
+    static let noticesAsJSON = Atomic<Bool>(false)
 
     let fd: Int32
     let name: String
@@ -204,7 +204,7 @@ final class LogStream: @unchecked Sendable {
 
     /// A warning about the streams themselves, on stderr, allowed past a full buffer.
     private static func notice(_ message: String) {
-        let format: LogFormat = noticeFormat.load(ordering: .relaxed) == 1 ? .json : .text
+        let format: LogFormat = noticesAsJSON.load(ordering: .relaxed) ? .json : .text
         var line = Log(format: format).line(.warning, message)
         line.withUTF8 { standardError.write(UnsafeRawBufferPointer($0), isNotice: true) }
     }

@@ -44,7 +44,7 @@ public final class Server {
 
     /// Runs until SIGTERM or SIGINT, then drains. Returns the process exit status.
     public func run() -> Int32 {
-        LogStream.noticeFormat.store(configuration.logFormat == .json ? 1 : 0, ordering: .relaxed)
+        LogStream.noticesAsJSON.store(configuration.logFormat == .json, ordering: .relaxed)
         var flushDeadline: Int64?
         defer {
             // The last lines ("stopped", a start error) go out if the readers take them in time;
