@@ -408,33 +408,64 @@ public struct RequestParser: Sendable {
         return nil
     }
 
-    /// `Host` (RFC 9110 §7.2): a host name or IP literal with an optional port. Returns it lower
-    /// case without the port and without a trailing dot, or nil when it is not a valid host.
+    /// `Host` (RFC 9110 §7.2): `uri-host [":" port]`, where uri-host is a bracketed IPv6
+    /// literal, or a reg-name (which covers IPv4) of non-empty labels (RFC 3986 §3.2.2). Returns
+    /// it lower case without the port and without one trailing dot (the root label), or nil when
+    /// it is not a valid host: userinfo (`user@host`, RFC 9110 §4.2.4 calls it an error), an
+    /// empty label (`example.com..`), a character outside reg-name, a port that is not digits.
     public static func normalizeHost(_ value: String) -> String? {
         Array(value.utf8).withUnsafeBufferPointer { normalizeHost($0) }
     }
 
     static func normalizeHost(_ value: UnsafeBufferPointer<UInt8>) -> String? {
-        var start = 0
         var end = value.count
-        if let at = value.lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }
-        if start < end, value[start] == UInt8(ascii: "[") {
-            guard let close = value[start..<end].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+        guard end > 0 else { return nil }
+        if value[0] == UInt8(ascii: "[") {
+            guard let close = value.firstIndex(of: UInt8(ascii: "]")) else { return nil }
             let after = value[(close + 1)..<end]
             guard after.isEmpty || (after.first == UInt8(ascii: ":") && after.dropFirst().allSatisfy { $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-            guard close > start + 1, value[(start + 1)..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return nil }
-            return String(decoding: value[start...close].map(lower), as: UTF8.self)
+            guard close > 1, value[1..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return nil }
+            return String(decoding: value[0...close].map(lower), as: UTF8.self)
         }
-        if let colon = value[start..<end].firstIndex(of: UInt8(ascii: ":")) {
+        if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
             guard value[(colon + 1)..<end].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
             end = colon
         }
-        while end > start, value[end - 1] == UInt8(ascii: ".") { end -= 1 }
-        guard end > start, value[start..<end].allSatisfy({ isTokenChar($0) && $0 != UInt8(ascii: "/") }) else { return nil }
-        if !value[start..<end].contains(where: { $0 >= 0x41 && $0 <= 0x5A }) {
-            return String(decoding: value[start..<end], as: UTF8.self)
+        if end > 0, value[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        guard end > 0 else { return nil }
+        var atLabelStart = true
+        var hasUpper = false
+        var i = 0
+        while i < end {
+            let b = value[i]
+            if b == UInt8(ascii: ".") {
+                if atLabelStart { return nil }
+                atLabelStart = true
+                i += 1
+                continue
+            }
+            atLabelStart = false
+            if b == UInt8(ascii: "%") {
+                guard i + 2 < end, isHexDigit(value[i + 1]), isHexDigit(value[i + 2]) else { return nil }
+                i += 3
+                continue
+            }
+            guard regNameTable[Int(b)] else { return nil }
+            if b >= 0x41 && b <= 0x5A { hasUpper = true }
+            i += 1
         }
-        return String(decoding: value[start..<end].map(lower), as: UTF8.self)
+        // A dot left at the end was a second one: an empty label.
+        if atLabelStart { return nil }
+        if !hasUpper { return String(decoding: value[0..<end], as: UTF8.self) }
+        return String(decoding: value[0..<end].map(lower), as: UTF8.self)
+    }
+
+    /// RFC 3986 §3.2.2 reg-name bytes other than "%" and ".": unreserved and sub-delims.
+    private static let regNameTable: [Bool] = (0..<256).map { b in
+        switch b {
+        case 0x61...0x7A, 0x41...0x5A, 0x30...0x39: return true
+        default: return "-_~!$&'()*+,;=".utf8.contains(UInt8(b))
+        }
     }
 
     private static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }

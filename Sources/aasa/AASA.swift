@@ -17,6 +17,7 @@ struct AASA: ParsableCommand {
 
     /// SPEC: exit 2 for bad usage. ArgumentParser uses EX_USAGE (64) for that; map it here.
     static func main() {
+        openMissingStandardDescriptors()
         var parsed: ParsableCommand.Type?
         do {
             var command = try parseAsRoot()
@@ -39,6 +40,21 @@ struct AASA: ParsableCommand {
                 FileHandleOutput.standardError.write(message + "\n")
             }
             Glibc.exit(code.rawValue == 64 ? 2 : code.rawValue)
+        }
+    }
+}
+
+/// Descriptors 0, 1 and 2 the process was started without (`aasa serve >&- 2>&-`, a careless
+/// supervisor) are opened on /dev/null before anything else runs: otherwise the next socket or
+/// file takes their number, and every log line meant for stdout or stderr is written into it (a
+/// listener, a client's connection, a key file being written).
+func openMissingStandardDescriptors() {
+    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+        // open(2) returns the lowest free number: this one, as the lower ones are open by now.
+        let null = open("/dev/null", O_RDWR | O_NOCTTY)
+        if null >= 0, null != fd {
+            dup2(null, fd)
+            close(null)
         }
     }
 }

@@ -121,4 +121,38 @@ func status(_ text: String) -> Int? {
             #expect(e.status == .notImplemented, "\(coding)")
         }
     }
+
+    @Test func userinfoInTheHostOrTheTargetIsRefused() {
+        // RFC 9110 §4.2.4: userinfo is an error, not something to strip.
+        #expect(status("GET / HTTP/1.1\r\nHost: evil@example.com\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost: @example.com\r\n\r\n") == 400)
+        #expect(status("GET http://evil@example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n") == 400)
+        #expect(status("GET https://user:pass@example.com/x HTTP/1.1\r\n\r\n") == 400)
+        #expect(RequestParser.normalizeHost("evil@example.com") == nil)
+    }
+
+    @Test func emptyLabelsAreRefusedButOneTrailingDotIsRemoved() {
+        #expect(status("GET / HTTP/1.1\r\nHost: example.com..\r\n\r\n") == 400)
+        for bad in ["example.com..", "example..com", ".example.com", ".", "..", "example.com..:443"] {
+            #expect(RequestParser.normalizeHost(bad) == nil, "\(bad)")
+        }
+        #expect(RequestParser.normalizeHost("Example.COM.") == "example.com")
+        #expect(RequestParser.normalizeHost("example.com.:8443") == "example.com")
+        #expect(RequestParser.normalizeHost("a.:") == "a")
+    }
+
+    @Test func hostsAreRegNamesIPv4OrBracketedIPv6WithAnOptionalPort() {
+        #expect(RequestParser.normalizeHost("www.example.com:443") == "www.example.com")
+        #expect(RequestParser.normalizeHost("127.0.0.1:8080") == "127.0.0.1")
+        #expect(RequestParser.normalizeHost("[::1]:8443") == "[::1]")
+        #expect(RequestParser.normalizeHost("[2001:DB8::1]") == "[2001:db8::1]")
+        #expect(RequestParser.normalizeHost("xn--bcher-kva.example") == "xn--bcher-kva.example")
+        #expect(RequestParser.normalizeHost("a_b.example") == "a_b.example")
+        // Characters outside reg-name (RFC 3986 §3.2.2), ports that are not digits, and IPv6
+        // without brackets.
+        for bad in ["exa#mple.com", "exa^mple.com", "exa|mple.com", "exa`mple.com", "a b", "a/b", "a:x", "a:1:2",
+                    "::1", "[::1", "[::1]x", "[]", "[::g]", "%zz.example", ""] {
+            #expect(RequestParser.normalizeHost(bad) == nil, "\(bad)")
+        }
+    }
 }

@@ -62,8 +62,12 @@ final class ServerProcess {
         var admin = 0
     }
 
+    /// `readsAccessLog: false` leaves the server's stdout a pipe that nobody reads. `launcher`
+    /// runs the binary through another command (`unshare`, a shell that sets a limit first):
+    /// the binary's path and arguments are appended to it.
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
-         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false) throws {
+         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false,
+         readsAccessLog: Bool = true, launcher: [String] = [], prepare: (URL) throws -> Void = { _ in }) throws {
         directory = try TemporaryDirectory()
         config = directory.url.appendingPathComponent("config")
         certs = directory.url.appendingPathComponent("certs")
@@ -82,16 +86,23 @@ final class ServerProcess {
             chmod(certs.appendingPathComponent("sites.key").path, 0o600)
         }
 
-        process.executableURL = AASABinary.url
-        process.arguments = ["serve", "--config", config.path, "--certs", certs.path,
-                             "--https", "127.0.0.1:\(ports.https)", "--http", "127.0.0.1:\(ports.http)", "--admin", "127.0.0.1:\(ports.admin)",
-                             "--workers", "\(workers)"] + (dev ? ["--dev"] : []) + extraArguments
+        try prepare(config)
+        let arguments = ["serve", "--config", config.path, "--certs", certs.path,
+                         "--https", "127.0.0.1:\(ports.https)", "--http", "127.0.0.1:\(ports.http)", "--admin", "127.0.0.1:\(ports.admin)",
+                         "--workers", "\(workers)"] + (dev ? ["--dev"] : []) + extraArguments
+        if let command = launcher.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = Array(launcher.dropFirst()) + [AASABinary.url.path] + arguments
+        } else {
+            process.executableURL = AASABinary.url
+            process.arguments = arguments
+        }
         let err = Pipe()
         let out = Pipe()
         process.standardError = err
         process.standardOutput = out
         stderrBuffer = OutputBuffer(err.fileHandleForReading)
-        stdoutBuffer = OutputBuffer(out.fileHandleForReading)
+        stdoutBuffer = readsAccessLog ? OutputBuffer(out.fileHandleForReading) : OutputBuffer()
         try process.run()
         let ready = stderrBuffer.wait(for: "ready:", timeout: 20)
         guard ready, let h = ServerProcess.port("https", in: stderrBuffer.text), let p = ServerProcess.port("http", in: stderrBuffer.text),
@@ -107,6 +118,10 @@ final class ServerProcess {
     deinit {
         if process.isRunning {
             process.terminate()
+            // A server that ignores SIGTERM (the bug under test) must not hang the test run.
+            let deadline = Date().addingTimeInterval(15)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
     }
@@ -163,6 +178,9 @@ struct HarnessError: Error, CustomStringConvertible {
 final class OutputBuffer: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
+
+    /// A buffer that reads nothing: its pipe is left full.
+    init() {}
 
     init(_ handle: FileHandle) {
         handle.readabilityHandler = { [weak self] h in

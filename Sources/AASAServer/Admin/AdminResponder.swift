@@ -40,7 +40,15 @@ enum AdminResponder {
             w.key("state"); w.value(site.state.rawValue)
             w.key("version"); w.value(site.served?.version)
             w.key("error")
-            if let error = site.error {
+            if let refusal = site.refusal {
+                // Refused before validation: no position in the file to point at.
+                w.beginObject()
+                w.key("message"); w.value(refusal.message)
+                w.key("line"); w.null()
+                w.key("column"); w.null()
+                w.key("code"); w.value(refusal.code)
+                w.endObject()
+            } else if let error = site.error {
                 w.beginObject()
                 w.key("message"); w.value(error.message)
                 w.key("line"); w.value(error.line)
@@ -73,6 +81,7 @@ enum AdminResponder {
             w.endObject()
         }
         w.endArray()
+        w.key("logLinesDropped"); w.value(LogStream.droppedLines)
         w.endObject()
         return w.output
     }
@@ -117,6 +126,8 @@ enum AdminResponder {
         out += "aasa_tls_handshakes_total \(m.tlsHandshakes.load(ordering: .relaxed))\n"
         family("aasa_tls_handshake_errors_total", "counter", "Failed TLS handshakes.")
         out += "aasa_tls_handshake_errors_total \(m.tlsHandshakeErrors.load(ordering: .relaxed))\n"
+        family("aasa_log_lines_dropped_total", "counter", "Log lines dropped because stdout or stderr was not being read fast enough.")
+        out += "aasa_log_lines_dropped_total \(LogStream.droppedLines)\n"
         family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds.")
         for cert in state.snapshots.load().0.certificates.certificates {
             out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"

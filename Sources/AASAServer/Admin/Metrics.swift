@@ -7,7 +7,7 @@ public final class Metrics: Sendable {
     let tlsHandshakes = Atomic<Int>(0)
     let tlsHandshakeErrors = Atomic<Int>(0)
     let reloads = Atomic<Int>(0)
-    let reloadErrors = Mutex<[String: Int]>([:])
+    let reloadErrors = Locked<[String: Int]>([:])
 
     init() {}
 
@@ -20,14 +20,14 @@ public final class Metrics: Sendable {
 }
 
 /// One loop's request counts by site and status. Written by its own thread; read by the admin
-/// endpoint through the same uncontended lock.
+/// endpoint through the same uncontended lock (a pthread mutex: see ``Locked`` for why).
 final class LoopCounters: Sendable {
     struct Key: Hashable {
         var site: String
         var status: Int
     }
 
-    let requests = Mutex<[Key: Int]>([:])
+    let requests = Locked<[Key: Int]>([:])
 
     func count(site: String, status: Int) {
         requests.withLock { $0[Key(site: site, status: status), default: 0] += 1 }

@@ -56,7 +56,11 @@ final class DevelopmentMode: Sendable {
             out += "     … full list: \(full)\n"
         }
         for site in notServed.prefix(limit) {
-            if let e = site.error { out += "     (\(site.name) is not served: \(site.path):\(e.line):\(e.column): \(e.message))\n" }
+            if let r = site.refusal {
+                out += "     (\(site.name) is not served: \(site.path): \(r.message))\n"
+            } else if let e = site.error {
+                out += "     (\(site.name) is not served: \(site.path):\(e.line):\(e.column): \(e.message))\n"
+            }
         }
         if notServed.count > limit { out += "     (and \(notServed.count - limit) more sites with errors: see the dashboard)\n" }
         if sites.isEmpty { out += "     (no sites in the config directory yet)\n" }

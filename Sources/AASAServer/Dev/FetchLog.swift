@@ -13,7 +13,7 @@ final class FetchLog: Sendable {
         var sequence: Int
     }
 
-    private let state = Mutex<(entries: [Fetch], next: Int)>(([], 1))
+    private let state = Locked<(entries: [Fetch], next: Int)>(([], 1))
     let capacity: Int
 
     init(capacity: Int = 100) {

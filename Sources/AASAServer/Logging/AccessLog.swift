@@ -2,7 +2,7 @@ import AASACore
 import AASAHTTP
 
 /// One access-log line per request on stdout (SPEC 3.6). Each loop collects the lines of one
-/// turn of its loop and writes them with one call, so logging costs one write per batch.
+/// turn of its loop and hands them over at once, so logging costs one copy per batch.
 struct AccessLog {
     let format: LogFormat
     private var pending: [UInt8] = []
@@ -147,9 +147,11 @@ struct AccessLog {
         }
     }
 
+    /// Hands the turn's lines to the stdout writer thread: a copy under a lock, never a write
+    /// that could block the loop (see ``LogStream``).
     mutating func flush() {
         guard !pending.isEmpty else { return }
-        ConsoleOutput.write(pending, to: 1)
+        LogStream.standardOutput.write(pending)
         if pending.capacity > 256 * 1024 { pending = [] } else { pending.removeAll(keepingCapacity: true) }
     }
 }

@@ -11,7 +11,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
 }
 
 /// Server events (start, listeners, reloads, rejected files) on stderr, one line each, as text
-/// or JSON. The access log is separate: see ``AccessLog``.
+/// or JSON, through ``LogStream/standardError``. The access log is separate: see ``AccessLog``.
 public struct Log: Sendable {
     public enum Level: String, Sendable, Comparable {
         case debug, info, warning, error
@@ -35,25 +35,30 @@ public struct Log: Sendable {
 
     private func write(_ level: Level, _ message: () -> String) {
         guard level >= minimum else { return }
+        // Through the stderr writer thread: a stderr nobody reads must not stop the caller.
+        LogStream.standardError.write(line(level, message()))
+    }
+
+    /// One formatted line, newline included.
+    func line(_ level: Level, _ message: String) -> String {
         let time = HTTPDate.iso8601(milliseconds: wallClockMilliseconds())
-        let line: String
         switch format {
         case .text:
-            line = "\(time) \(level.rawValue) \(message())\n"
+            return "\(time) \(level.rawValue) \(message)\n"
         case .json:
             var w = JSONWriter()
             w.beginObject()
             w.key("time"); w.value(time)
             w.key("level"); w.value(level.rawValue)
-            w.key("message"); w.value(message())
+            w.key("message"); w.value(message)
             w.endObject()
-            line = w.output + "\n"
+            return w.output + "\n"
         }
-        ConsoleOutput.write(line, to: 2)
     }
 }
 
-/// Serializes whole writes to stdout and stderr so lines from several threads never interleave.
+/// Blocking, serialized writes to stdout and stderr for the commands (`validate`, `match`, ...),
+/// whose output must arrive whole. The server writes through ``LogStream`` instead.
 public enum ConsoleOutput {
     private static let lock = Mutex(())
 

@@ -46,6 +46,15 @@ public final class Server {
 
     /// Runs until SIGTERM or SIGINT, then drains. Returns the process exit status.
     public func run() -> Int32 {
+        LogStream.noticesAsJSON.store(configuration.logFormat == .json, ordering: .relaxed)
+        var flushDeadline: Int64?
+        defer {
+            // The last lines ("stopped", a start error) go out if the readers take them in time;
+            // a reader that stopped reading cannot hold the process past it.
+            let deadline = flushDeadline ?? monotonicMilliseconds() + 2000
+            LogStream.standardError.flush(until: deadline)
+            LogStream.standardOutput.flush(until: deadline)
+        }
         // SIGPIPE is ignored once, process-wide: a peer that goes away is an error from send(2).
         signal(SIGPIPE, SIG_IGN)
         // Every connection is a descriptor: raise the soft limit to the hard one, so the default
@@ -83,6 +92,17 @@ public final class Server {
             return 1
         }
 
+        // Before any loop starts: without it the process could not be stopped, so a failure
+        // here ends the start.
+        let control: ControlLoop
+        do {
+            control = try ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)
+        } catch {
+            log.error("cannot start: \(error)")
+            for l in listeners { close(l.fd) }
+            return 1
+        }
+
         var loops: [EventLoop] = []
         do {
             for i in 0..<max(1, configuration.workers) {
@@ -92,6 +112,7 @@ public final class Server {
             }
         } catch {
             log.error("cannot start event loops: \(error)")
+            for l in listeners { close(l.fd) }
             return 1
         }
         var threads: [pthread_t] = []
@@ -100,15 +121,17 @@ public final class Server {
         }
         state.ready.store(true, ordering: .releasing)
         if let dev {
-            ConsoleOutput.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
-                                             https: listeners.filter { $0.kind == .https }.map(\.address)), to: 2)
+            LogStream.standardError.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
+                                                       https: listeners.filter { $0.kind == .https }.map(\.address)))
         }
         log.info("ready: \(loops.count) workers, max \(configuration.maxConnections) connections")
 
-        let control = ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)
         control.run()
 
-        // Draining: the loops stop accepting, finish, and exit within the grace period.
+        // Draining: the loops stop accepting, finish, and exit within the grace period; the
+        // final flush of the logs gets what is left of it, at most 2 s (at least 0.1 s, so
+        // that a reader that keeps up gets the last lines even with --shutdown-grace 0).
+        let graceEnd = monotonicMilliseconds() + Int64(configuration.shutdownGraceSeconds) * 1000
         log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
         for loop in loops { loop.signal() }
         // Close the client listeners as soon as no loop watches them: a balancer's next
@@ -122,6 +145,8 @@ public final class Server {
         for t in threads { pthread_join(t, nil) }
         for l in listeners where l.kind == .admin { close(l.fd) }
         log.info("stopped")
+        let now = monotonicMilliseconds()
+        flushDeadline = max(now + 100, min(graceEnd, now + 2000))
         return 0
     }
 

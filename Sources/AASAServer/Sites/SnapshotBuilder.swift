@@ -55,19 +55,29 @@ struct SnapshotBuilder {
             }
             let path = folder + "/apple-app-site-association"
             let old = previous.index[siteName]
-            guard let (bytes, mtime) = SnapshotBuilder.read(path) else {
-                if let old, let served = old.served {
-                    // Present but unreadable: keep the last good version (SPEC 3.4).
-                    log.error("\(path): cannot read: \(String(cString: strerror(errno))); the last good version keeps serving")
-                    sites.append(Site(name: siteName, path: path, served: served, newest: old.newest))
-                } else if DirectoryListing.isFile(path) {
-                    log.error("\(path): cannot read: \(String(cString: strerror(errno)))")
+            let bytes: [UInt8]
+            let mtime: Int
+            do {
+                guard let read = try SnapshotBuilder.read(path) else { continue }
+                (bytes, mtime) = read
+            } catch {
+                if let old, old.refusal == error {
+                    // Refused for the same reason as last time: said already.
+                    sites.append(old)
+                } else if let old, let served = old.served {
+                    // Present but refused: keep the last good version (SPEC 3.4).
+                    log.error("\(path): \(error.message); the last good version keeps serving")
+                    sites.append(Site(name: siteName, path: path, served: served, newest: old.newest, refusal: error))
+                } else {
+                    log.error("\(path): \(error.message); site \(siteName) not served")
+                    sites.append(Site(name: siteName, path: path, served: nil, newest: AASAFile(bytes: []), refusal: error))
                 }
                 continue
             }
-            if let old, old.newest.bytes == bytes {
-                // Unchanged: the same object, prepared responses and all.
-                if old.served?.lastModified == mtime || old.served == nil { sites.append(old); continue }
+            if let old, old.refusal == nil, old.newest.bytes == bytes {
+                // Unchanged: the same object, prepared responses and all. A valid file touched
+                // without a change gets a new Last-Modified; a rejected one stays as it was.
+                if old.served?.lastModified == mtime || !old.newest.isValid { sites.append(old); continue }
             }
             let file = AASAFile(bytes: bytes)
             if file.isValid {
@@ -113,22 +123,61 @@ struct SnapshotBuilder {
         return "\(st.st_size)/\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)/\(st.st_ino)"
     }
 
-    /// The file's bytes and modification time, or nil when it cannot be read.
-    static func read(_ path: String) -> ([UInt8], Int)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+    /// The file's bytes and modification time; nil when there is no file (not a site file,
+    /// not an error). Never blocks: a FIFO opened for reading would wait for a writer forever,
+    /// and a device such as /dev/zero never ends, so the file is opened non-blocking and
+    /// anything but a regular file is refused before a byte is read.
+    static func read(_ path: String) throws(FileRefusal) -> ([UInt8], Int)? {
+        // Refused before it is opened at all, where stat can tell: opening a device can have
+        // effects of its own. fstat below decides, in case the file changes in between.
+        var before = stat()
+        if stat(path, &before) == 0, before.st_mode & S_IFMT != S_IFREG {
+            throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else {
+            let error = errno
+            if error == ENOENT || error == ENOTDIR { return nil }
+            // ENXIO: a Unix socket; ELOOP: a symlink loop; EACCES: permissions.
+            throw FileRefusal(code: "unreadable", message: "cannot open: \(String(cString: strerror(error)))")
+        }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard fstat(fd, &st) == 0 else {
+            throw FileRefusal(code: "unreadable", message: "cannot stat: \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(st.st_mode)))")
+        }
+        // The real size, not what a capped read would have seen.
+        guard st.st_size <= readLimit else {
+            throw FileRefusal(code: DiagnosticCode.fileTooLarge.rawValue,
+                              message: "the file is \(st.st_size) bytes; iOS stops reading after \(AASAFile.maximumSize) bytes (128 KB)")
+        }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(min(Int(st.st_size), readLimit + 1))
+        bytes.reserveCapacity(Int(st.st_size))
         var chunk = [UInt8](repeating: 0, count: 65536)
+        // Capped all the same: a file may grow while it is read.
         while bytes.count <= readLimit {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; return nil }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileRefusal(code: "unreadable", message: "cannot read: \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
         }
         return (bytes, Int(st.st_mtim.tv_sec))
+    }
+
+    private static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: return "FIFO"
+        case S_IFSOCK: return "socket"
+        case S_IFCHR: return "character device"
+        case S_IFBLK: return "block device"
+        case S_IFDIR: return "directory"
+        default: return "type \(mode & S_IFMT)"
+        }
     }
 }

@@ -5,11 +5,11 @@ import Synchronization
 /// lock only when it changed, keeping its own strong reference meanwhile, so a snapshot in use
 /// is never freed under a reader (STYLE: no raw pointer swaps).
 public final class SnapshotStore: Sendable {
-    private let current: Mutex<SiteSnapshot>
+    private let current: Locked<SiteSnapshot>
     private let generationCounter = Atomic<Int>(0)
 
     init(_ snapshot: SiteSnapshot) {
-        current = Mutex(snapshot)
+        current = Locked(snapshot)
     }
 
     var generation: Int { generationCounter.load(ordering: .acquiring) }
