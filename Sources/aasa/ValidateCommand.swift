@@ -95,7 +95,8 @@ struct ValidateCommand: ParsableCommand {
             }
             let errors = results.reduce(0) { $0 + $1.file.errorCount }
             let warnings = results.reduce(0) { $0 + $1.file.warningCount }
-            text += "\(counted(errors, "error")), \(counted(warnings, "warning")) in \(counted(results.count, "file"))\n"
+            // SPEC 4 fixes this line's form, plural whatever the counts: scripts read it.
+            text += "\(errors) errors, \(warnings) warnings in \(results.count) files\n"
             out.write(text)
         case .json:
             var w = JSONWriter()
@@ -121,10 +122,5 @@ struct ValidateCommand: ParsableCommand {
 
     private func passes(_ file: AssociationFile) -> Bool {
         file.isValid && !(strict && file.warningCount > 0)
-    }
-
-    /// "1 error", "0 errors", "2 errors": SPEC 4's `N errors, M warnings in K files`, singular for one.
-    private func counted(_ n: Int, _ noun: String) -> String {
-        "\(n) \(noun)\(n == 1 ? "" : "s")"
     }
 }

@@ -20,7 +20,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("\(path):2:69: error: missing ',' between object members [missing-comma]"))
         #expect(lines.contains { $0.hasPrefix("\(path):2:91: error: expected a string pattern, found a number") && $0.hasSuffix("[wrong-type]") })
-        #expect(lines.last == "2 errors, 0 warnings in 1 file")
+        #expect(lines.last == "2 errors, 0 warnings in 1 files")
     }
 
     @Test func warningsPassUnlessStrict() throws {
@@ -29,7 +29,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let lenient = try AASABinary.run(["validate", path])
         #expect(lenient.status == 0)
         #expect(lenient.stdout.contains("warning: unknown key \"Exclude\""))
-        #expect(lenient.stdout.hasSuffix("0 errors, 1 warning in 1 file\n"))
+        #expect(lenient.stdout.hasSuffix("0 errors, 1 warnings in 1 files\n"))
         let strict = try AASABinary.run(["validate", "--strict", path])
         #expect(strict.status == 1)
     }
@@ -67,11 +67,11 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         #expect(r.stdout.hasSuffix("in 2 files\n"))
     }
 
-    @Test func theSummaryIsSingularForOneAndPluralOtherwise() throws {
+    @Test func theSummaryKeepsTheFormTheSpecFixes() throws {
         let dir = try TemporaryDirectory()
         let one = try dir.write("one.json", #"{"applinks": {"details": [{"appIDs": ["ABC.x"], "components": [{"/": "/a", "Exclude": true}]}]}}"#)
         let two = try dir.write("two.json", "{\"webcredentials\": {\"apps\": [\"ABC.x\"]}, \"x\": 1, \"y\": 2}")
-        #expect(try AASABinary.run(["validate", one]).stdout.hasSuffix("\n1 error, 1 warning in 1 file\n"))
+        #expect(try AASABinary.run(["validate", one]).stdout.hasSuffix("\n1 errors, 1 warnings in 1 files\n"))
         #expect(try AASABinary.run(["validate", one, two]).stdout.hasSuffix("\n2 errors, 3 warnings in 2 files\n"))
     }
 
@@ -98,7 +98,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         #expect(asAASA.stdout.contains("[no-service]"))
         let asWebAuthn = try AASABinary.run(["validate", "--kind", "webauthn", path])
         #expect(asWebAuthn.status == 0)
-        #expect(asWebAuthn.stdout == "0 errors, 0 warnings in 1 file\n")
+        #expect(asWebAuthn.stdout == "0 errors, 0 warnings in 1 files\n")
         let asAssetLinks = try AASABinary.run(["validate", "--kind", "assetlinks", "--format", "json", path])
         #expect(asAssetLinks.status == 1)
         let files = try #require(try asAssetLinks.json()["files"] as? [[String: Any]])
@@ -130,7 +130,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let text = try AASABinary.run(["validate", dir.url.appendingPathComponent("example.net").path])
         #expect(text.status == 0)
         #expect(text.stdout.hasPrefix("\(site):1:37: warning:"))
-        #expect(text.stdout.hasSuffix("0 errors, 1 warning in 1 file\n"))
+        #expect(text.stdout.hasSuffix("0 errors, 1 warnings in 1 files\n"))
         #expect(try AASABinary.run(["validate", "--strict", dir.url.appendingPathComponent("example.net").path]).status == 1)
     }
 
@@ -167,7 +167,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let r = try AASABinary.run(["validate", dir.url.appendingPathComponent("config").path])
         #expect(r.status == 2)
         #expect(r.stderr.contains("empty.example.com: no association file"))
-        #expect(r.stdout.hasSuffix("0 errors, 0 warnings in 1 file\n"))
+        #expect(r.stdout.hasSuffix("0 errors, 0 warnings in 1 files\n"))
     }
 
     @Test func unreadableInputIsExitTwo() throws {
