@@ -24,10 +24,16 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The system libnghttp2: HTTP/2 framing, HPACK and flow control, driven in memory.
+        .systemLibrary(
+            name: "CNghttp2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
         // The server: event loops, TLS, sites and reload, admin.
         .target(
             name: "AASAServer",
-            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL"],
+            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL", "CNghttp2"],
             // Each connection is touched by one loop thread only; Swift's dynamic exclusivity
             // checks on its class properties cost about 6% of a request (callgrind). The static
             // checks still apply.
@@ -43,6 +49,7 @@ let package = Package(
         ),
         .testTarget(name: "AASACoreTests", dependencies: ["AASACore"]),
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
+        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "CNghttp2"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa"]),
     ],
