@@ -49,7 +49,7 @@ let package = Package(
         ),
         .testTarget(name: "AASACoreTests", dependencies: ["AASACore"]),
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
-        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "CNghttp2"]),
+        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "CNghttp2", "COpenSSL"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa"]),
     ],

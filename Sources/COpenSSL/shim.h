@@ -47,7 +47,8 @@ static inline int aasa_alpn_select(SSL *ssl, const unsigned char **out, unsigned
     *out = o;
     return SSL_TLSEXT_ERR_OK;
 }
-static inline void aasa_SSL_CTX_use_alpn(SSL_CTX *ctx, int offer_h2) { SSL_CTX_set_alpn_select_cb(ctx, aasa_alpn_select, offer_h2 ? (void *)aasa_alpn_h2_http11 : NULL); }
+static inline const unsigned char *aasa_alpn_h2_http11_list(void) { return aasa_alpn_h2_http11; }
+static inline void aasa_SSL_CTX_use_alpn(SSL_CTX *ctx, int offer_h2) { SSL_CTX_set_alpn_select_cb(ctx, aasa_alpn_select, offer_h2 ? (void *)aasa_alpn_h2_http11_list() : NULL); }
 
 // Subject alternative names (stack macros).
 static inline int aasa_general_names_count(GENERAL_NAMES *names) { return sk_GENERAL_NAME_num(names); }

@@ -4,8 +4,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// Whether contexts made from now on offer `h2` in ALPN (SPEC 3.9: `--http2 off`).
-private let alpnOffersHTTP2 = Atomic<Bool>(true)
+/// Whether contexts made from now on offer `h2` in ALPN (SPEC 3.9: `--http2 off`). Off until the
+/// event loop hands `h2` connections to ``HTTP2Session``: offering it sooner would break every
+/// client that prefers it (curl does).
+private let alpnOffersHTTP2 = Atomic<Bool>(false)
 
 /// One key pair from `--certs`, ready to serve: its own `SSL_CTX` (TLS 1.2/1.3, AEAD ciphers,
 /// no compression or renegotiation, session tickets, ALPN) and the names it covers.
@@ -47,9 +49,9 @@ public final class TLSCertificate: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
-    /// Whether ALPN offers `h2` before `http/1.1` (true by default). Read when a certificate's
-    /// context is made, at start and at every reload: set it from the server configuration
-    /// before the first certificate loads. Off, ALPN offers `http/1.1` only.
+    /// Whether ALPN offers `h2` before `http/1.1`. Read when a certificate's context is made, at
+    /// start and at every reload: set it from the server configuration (`--http2`) before the
+    /// first certificate loads. Off, ALPN offers `http/1.1` only.
     public static var offersHTTP2: Bool {
         get { alpnOffersHTTP2.load(ordering: .relaxed) }
         set { alpnOffersHTTP2.store(newValue, ordering: .relaxed) }
