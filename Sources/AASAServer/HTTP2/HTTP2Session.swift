@@ -374,7 +374,7 @@ final class HTTP2Session: ProtocolSession {
     private func submit(_ response: Response, on id: Int32) {
         fieldBytes.removeAll(keepingCapacity: true)
         fieldSpans.removeAll(keepingCapacity: true)
-        appendField(":status", value: Self.statusDigits(response.head.status.rawValue))
+        appendStatus(response.head.status.rawValue)
         for (name, value) in response.head.fields { appendField(name, value: value) }
         appendField("date", value: clock.date)
 
@@ -406,9 +406,15 @@ final class HTTP2Session: ProtocolSession {
 
     private func appendField(_ name: String, value: String) { appendField(name, value: value.utf8) }
 
-    /// Three ASCII digits, without a String.
-    private static func statusDigits(_ status: Int) -> [UInt8] {
-        [UInt8(0x30 + status / 100), UInt8(0x30 + status / 10 % 10), UInt8(0x30 + status % 10)]
+    /// `:status` as three ASCII digits, without a String.
+    private func appendStatus(_ status: Int) {
+        let nameStart = fieldBytes.count
+        fieldBytes.append(contentsOf: ":status".utf8)
+        let valueStart = fieldBytes.count
+        fieldBytes.append(UInt8(0x30 + status / 100))
+        fieldBytes.append(UInt8(0x30 + status / 10 % 10))
+        fieldBytes.append(UInt8(0x30 + status % 10))
+        fieldSpans.append((nameStart, valueStart - nameStart, valueStart, 3))
     }
 
     // MARK: - Field names
