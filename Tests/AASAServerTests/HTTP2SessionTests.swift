@@ -287,6 +287,27 @@ private let cancel: UInt32 = 0x8
         #expect(Frame.parse(server.read()).last?.errorCode == enhanceYourCalm)
     }
 
+    @Test func nghttp2AloneLetsFloodsThroughFromAClientThatReads() {
+        // Why the budgets exist: with ours lifted, nghttp2 1.52 answers every SETTINGS and PING
+        // and accepts any number of empty frames, as long as the client reads the ACKs.
+        var configuration = HTTP2Configuration()
+        let unlimited = FloodLimit(burst: 1_000_000, perSecond: 1)
+        configuration.controlFrameLimit = unlimited
+        configuration.emptyFrameLimit = unlimited
+        configuration.windowUpdateLimit = unlimited
+        let server = ServerUnderTest(configuration: configuration)
+        server.receive(Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false))
+        var acks = 0
+        for _ in 0..<50 {
+            var bytes: [UInt8] = []
+            for _ in 0..<100 { bytes += Wire.settings() + Wire.ping() + Wire.data(stream: 1, count: 0) + Wire.windowUpdate(1) }
+            server.receive(bytes)
+            acks += Frame.parse(server.read()).filter { $0.flags == Frame.ack }.count
+        }
+        #expect(acks == 10_000 + 1)  // and the preface's SETTINGS
+        #expect(!server.session.isClosing)
+    }
+
     @Test func emptyDataFramesAreAFlood() {
         let server = ServerUnderTest()
         var bytes = Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false)
