@@ -212,10 +212,22 @@ private let cancel: UInt32 = 0x8
         for i in 0..<101 { bytes += Wire.get(stream: UInt32(1 + 2 * i), endStream: false) }
         server.receive(bytes)
         #expect(server.session.openStreams == 100)
+        // Before the client acknowledged our SETTINGS, nghttp2 refuses the stream.
         let frames = Frame.parse(server.read())
-        // Before the client acknowledges our SETTINGS nghttp2 refuses the stream (REFUSED_STREAM);
-        // after, it is a connection error. Either way the 101st is not served.
-        #expect(frames.contains { ($0.type == Frame.rstStream && $0.stream == 201) || $0.type == Frame.goAway })
+        #expect(frames.contains { $0.type == Frame.rstStream && $0.stream == 201 && $0.errorCode == 0x7 })  // REFUSED_STREAM
+        #expect(!server.session.isClosing)
+    }
+
+    @Test func afterOurSettingsAreAcknowledgedTooManyStreamsEndTheConnection() {
+        // nghttp2 then treats the 101st stream as a connection error (PROTOCOL_ERROR).
+        let server = ServerUnderTest()
+        server.receive(Wire.clientStart + Wire.settings(ack: true))
+        var bytes: [UInt8] = []
+        for i in 0..<101 { bytes += Wire.get(stream: UInt32(1 + 2 * i), endStream: false) }
+        server.receive(bytes)
+        let frames = Frame.parse(server.read())
+        #expect(frames.last?.type == Frame.goAway && frames.last?.errorCode == 0x1)
+        #expect(server.session.isClosing)
     }
 
     // MARK: - Attacks
