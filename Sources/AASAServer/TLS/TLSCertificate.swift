@@ -1,7 +1,13 @@
 import COpenSSL
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Whether contexts made from now on offer `h2` in ALPN (SPEC 3.9: `--http2 off`). Off until the
+/// event loop hands `h2` connections to ``HTTP2Session``: offering it sooner would break every
+/// client that prefers it (curl does).
+private let alpnOffersHTTP2 = Atomic<Bool>(false)
 
 /// One key pair from `--certs`, ready to serve: its own `SSL_CTX` (TLS 1.2/1.3, AEAD ciphers,
 /// no compression or renegotiation, session tickets, ALPN) and the names it covers.
@@ -43,6 +49,14 @@ public final class TLSCertificate: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
+    /// Whether ALPN offers `h2` before `http/1.1`. Read when a certificate's context is made, at
+    /// start and at every reload: set it from the server configuration (`--http2`) before the
+    /// first certificate loads. Off, ALPN offers `http/1.1` only.
+    public static var offersHTTP2: Bool {
+        get { alpnOffersHTTP2.load(ordering: .relaxed) }
+        set { alpnOffersHTTP2.store(newValue, ordering: .relaxed) }
+    }
+
     /// Whether the certificate is valid for `host` (RFC 6125: a wildcard covers one label).
     public func covers(_ host: String) -> Bool {
         for name in dnsNames {
@@ -67,7 +81,7 @@ public final class TLSCertificate: @unchecked Sendable {
         _ = aasa_SSL_CTX_set_session_cache_mode(ctx, aasa_session_cache_server())
         let sid: [UInt8] = Array("aasa".utf8)
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
-        aasa_SSL_CTX_use_alpn(ctx)
+        aasa_SSL_CTX_use_alpn(ctx, offersHTTP2 ? 1 : 0)
         _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, serverNameCallback)
     }
 }

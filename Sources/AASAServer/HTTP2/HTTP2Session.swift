@@ -1,0 +1,460 @@
+import AASAHTTP
+import CNghttp2
+
+/// The HTTP/2 side of a connection (RFC 9113, SPEC 3.9): libnghttp2 does the framing, HPACK
+/// and flow control in memory; this class feeds it the bytes read, answers each complete
+/// request stream through the ``RequestDispatch``, and moves the frames nghttp2 produces into
+/// the connection's ``Output`` — never more than the high-water mark at a time. It adds the
+/// limits nghttp2 1.52 lacks: header block size and CONTINUATION count, request body size,
+/// rapid reset and frame floods (token buckets), idle and stall timeouts.
+///
+/// Create it when ALPN picked `h2`, or when a cleartext connection opened with the client
+/// preface; then call `receive` with every byte read, the preface included (nghttp2's server
+/// expects it), or `resume` to queue the server's SETTINGS before the client speaks.
+final class HTTP2Session: ProtocolSession {
+    let configuration: HTTP2Configuration
+    private let clock: LoopClock
+    /// The connection owns both the session and its dispatch.
+    private unowned let dispatch: RequestDispatch
+    /// `nghttp2_session *`, whose callbacks reach this object through an unretained pointer:
+    /// it is freed in `deinit`, before this object is gone.
+    private var session: OpaquePointer!
+
+    /// Open request streams by id.
+    private var streams: [Int32: HTTP2Stream] = [:]
+
+    // Per header block (one at a time on a connection: RFC 9113 §6.10).
+    private var headerBlockBytes = 0
+    private var continuationFrames = 0
+    private var decodedHeaderBytes = 0
+
+    private var resets: FloodBudget
+    private var controlFrames: FloodBudget
+    private var windowUpdates: FloodBudget
+    private var emptyFrames: FloodBudget
+
+    /// Why a callback gave up on the connection: the GOAWAY code to send.
+    private var failure: (code: nghttp2_error_code, reason: StaticString)?
+    /// GOAWAY queued with termination: nothing more is read or framed once it is out.
+    private(set) var isTerminated = false
+    private var isDraining = false
+    private var peerHasClosed = false
+    /// `Output` held the high-water mark's worth of bytes when frames were last produced.
+    private var isBackedUp = false
+
+    /// When the last stream closed (or the session began): the idle timeout counts from here.
+    private var idleSince: Int64
+    /// The last input, or output written: with streams open, the stall timeout counts from here.
+    private var lastProgress: Int64
+
+    // Reused for every response's header list, so submitting one allocates nothing once warm.
+    private var fieldBytes: [UInt8] = []
+    private var fieldSpans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+    private var fieldList: [nghttp2_nv] = []
+
+    init(configuration: HTTP2Configuration = HTTP2Configuration(), clock: LoopClock, dispatch: RequestDispatch) {
+        self.configuration = configuration
+        self.clock = clock
+        self.dispatch = dispatch
+        self.resets = FloodBudget(configuration.resetLimit, now: clock.now)
+        self.controlFrames = FloodBudget(configuration.controlFrameLimit, now: clock.now)
+        self.windowUpdates = FloodBudget(configuration.windowUpdateLimit, now: clock.now)
+        self.emptyFrames = FloodBudget(configuration.emptyFrameLimit, now: clock.now)
+        self.idleSince = clock.now
+        self.lastProgress = clock.now
+        streams.reserveCapacity(configuration.maxConcurrentStreams)
+
+        var session: OpaquePointer?
+        let created = nghttp2_session_server_new2(&session, HTTP2Callbacks.table, Unmanaged.passUnretained(self).toOpaque(),
+                                                  HTTP2Callbacks.options)
+        // Fails only when out of memory.
+        precondition(created == 0, "nghttp2_session_server_new2: \(created)")
+        self.session = session
+
+        // The server preface (RFC 9113 §3.4) is this SETTINGS frame; it goes out with the first
+        // frames produced.
+        let settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                   value: UInt32(configuration.maxConcurrentStreams)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                                   value: UInt32(configuration.maxHeaderListSize)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                   value: UInt32(configuration.initialWindowSize)),
+            // RFC 9218 §2.1: no priority tree to maintain (nghttp2 then ignores PRIORITY).
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
+        ]
+        let submitted = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
+        precondition(submitted == 0, "nghttp2_submit_settings: \(submitted)")
+    }
+
+    deinit { nghttp2_session_del(session) }
+
+    // MARK: - ProtocolSession
+
+    func receive(_ bytes: UnsafeRawBufferPointer, output: inout Output) {
+        guard !isTerminated, let base = bytes.baseAddress, bytes.count > 0 else { return }
+        lastProgress = clock.now
+        let read = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if read < 0 {
+            terminate(failure?.code ?? HTTP2Session.goAwayCode(forError: Int32(read)), output: &output)
+            return
+        }
+        produce(&output)
+    }
+
+    func resume(output: inout Output) {
+        guard !isTerminated else { return }
+        lastProgress = clock.now
+        produce(&output)
+    }
+
+    func peerClosed(output: inout Output) {
+        // What the client asked for is answered already; send what flow control lets out.
+        peerHasClosed = true
+        resume(output: &output)
+    }
+
+    func deadlineReached(output: inout Output) {
+        guard let deadline, clock.now >= deadline else { return }
+        terminate(NGHTTP2_NO_ERROR, output: &output)
+    }
+
+    func drain(output: inout Output) {
+        guard !isTerminated, !isDraining else { return }
+        isDraining = true
+        // RFC 9113 §6.8: the last stream id we will answer; nghttp2 ignores newer streams
+        // from here on and keeps serving these.
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+                                  NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        produce(&output)
+    }
+
+    var wantsInput: Bool {
+        !isTerminated && !peerHasClosed && !isBackedUp && nghttp2_session_want_read(session) != 0
+    }
+
+    var isClosing: Bool {
+        if isTerminated { return true }
+        let wantsWrite = nghttp2_session_want_write(session) != 0
+        // After a GOAWAY either way with no stream left, nghttp2 wants neither to read nor to
+        // write. A peer that closed its side sends no WINDOW_UPDATE: what flow control holds
+        // back never goes out.
+        return !wantsWrite && (peerHasClosed || nghttp2_session_want_read(session) == 0)
+    }
+
+    var lingersOnClose: Bool { false }
+
+    var isIdle: Bool { streams.isEmpty && nghttp2_session_want_write(session) == 0 }
+
+    var deadline: Int64? {
+        if isTerminated { return nil }
+        return (streams.isEmpty ? idleSince : lastProgress) + configuration.idleTimeout
+    }
+
+    /// Streams open now (for tests and metrics).
+    var openStreams: Int { streams.count }
+
+    // MARK: - Frames out
+
+    /// Moves nghttp2's frames into `output` until it holds the high-water mark's worth. The
+    /// rest stays in nghttp2, unframed: DATA is read from the prepared body only when framed.
+    private func produce(_ output: inout Output) {
+        while output.pending < configuration.outputHighWaterMark {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 {
+                terminate(failure?.code ?? NGHTTP2_INTERNAL_ERROR, output: &output)
+                return
+            }
+            guard count > 0, let data else { break }
+            output.buffer.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
+        }
+        isBackedUp = output.pending >= configuration.outputHighWaterMark
+        // A limit tripped where a callback cannot fail the call (a stream closing).
+        if let failure { terminate(failure.code, output: &output) }
+    }
+
+    /// GOAWAY with `code` and the last stream processed, then close: everything nghttp2 still
+    /// sends before it (SETTINGS and PING ACKs, RST_STREAM) goes out with it, nothing after —
+    /// nghttp2 frames no DATA once a terminating GOAWAY is queued, so this ignores the mark.
+    private func terminate(_ code: nghttp2_error_code, output: inout Output) {
+        guard !isTerminated else { return }
+        isTerminated = true
+        _ = nghttp2_session_terminate_session(session, code.rawValue)
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            guard count > 0, let data else { break }
+            output.buffer.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
+        }
+        isBackedUp = false
+    }
+
+    /// The GOAWAY code for a fatal error nghttp2 returned on its own.
+    private static func goAwayCode(forError error: Int32) -> nghttp2_error_code {
+        switch error {
+        // -905 is NGHTTP2_ERR_TOO_MANY_CONTINUATIONS, which Debian's 1.52 has from the
+        // CVE-2024-28182 backport (upstream 1.61), and upstream 1.52's header lacks.
+        case NGHTTP2_ERR_FLOODED.rawValue, -905: return NGHTTP2_ENHANCE_YOUR_CALM
+        case NGHTTP2_ERR_NOMEM.rawValue, NGHTTP2_ERR_CALLBACK_FAILURE.rawValue: return NGHTTP2_INTERNAL_ERROR
+        default: return NGHTTP2_PROTOCOL_ERROR
+        }
+    }
+
+    // MARK: - Callbacks (HTTP2Callbacks calls these)
+
+    /// Gives up on the connection from inside a callback: nghttp2 returns at once with
+    /// NGHTTP2_ERR_CALLBACK_FAILURE, and the GOAWAY carries `code`.
+    private func trip(_ code: nghttp2_error_code, _ reason: StaticString) -> Int32 {
+        if failure == nil { failure = (code, reason) }
+        return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+    }
+
+    /// The reason the connection was given up, for logs and tests.
+    var failureReason: String? { failure.map { "\($0.reason)" } }
+
+    /// Every frame header, before its payload: the flood budgets and the header block's size
+    /// as received (CONTINUATION frames are invisible to the other callbacks).
+    func beginFrame(_ header: nghttp2_frame_hd) -> Int32 {
+        let now = clock.now
+        let isEmpty = header.length == 0
+        switch header.type {
+        case FrameType.data:
+            if isEmpty, header.flags & FrameFlag.endStream == 0, !emptyFrames.spend(now: now) {
+                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty DATA flood")
+            }
+        case FrameType.headers:
+            headerBlockBytes = header.length
+            continuationFrames = 0
+            decodedHeaderBytes = 0
+            if isEmpty, !emptyFrames.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty HEADERS flood") }
+            if headerBlockBytes > configuration.maxHeaderListSize {
+                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header block over the limit")
+            }
+        case FrameType.continuation:
+            headerBlockBytes += header.length
+            continuationFrames += 1
+            if isEmpty, !emptyFrames.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty CONTINUATION flood") }
+            if continuationFrames > configuration.maxContinuationFrames {
+                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "too many CONTINUATION frames")
+            }
+            if headerBlockBytes > configuration.maxHeaderListSize {
+                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header block over the limit")
+            }
+        case FrameType.rstStream:
+            if !resets.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "rapid reset") }
+            if let index = streams.index(forKey: header.stream_id) { streams.values[index].isResetByClient = true }
+        case FrameType.windowUpdate:
+            if !windowUpdates.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "WINDOW_UPDATE flood") }
+        case FrameType.goAway:
+            break
+        default:
+            // SETTINGS, PING, PRIORITY, PUSH_PROMISE (a protocol error nghttp2 answers), and
+            // extension frames, which are ignored but still cost a read.
+            if !controlFrames.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "control frame flood") }
+        }
+        return 0
+    }
+
+    /// A request's HEADERS begin: a new stream.
+    func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        guard frame.pointee.hd.type == FrameType.headers, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
+        streams[frame.pointee.hd.stream_id] = HTTP2Stream(startedMicroseconds: monotonicMicroseconds())
+        return 0
+    }
+
+    /// One decoded field. Names arrive in lower case: nghttp2 resets a stream that sends
+    /// upper-case names (RFC 9113 §8.2.1).
+    func header(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
+        decodedHeaderBytes += name.count + value.count + 32
+        if decodedHeaderBytes > configuration.maxHeaderListSize {
+            return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header list over the limit")
+        }
+        let id = frame.pointee.hd.stream_id
+        guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let index = streams.index(forKey: id) else { return 0 }
+        switch HTTP2Session.field(name) {
+        case .method:
+            if Self.equals(value, "GET") {
+                streams.values[index].method = .get
+            } else if Self.equals(value, "HEAD") {
+                streams.values[index].method = .head
+            } else {
+                streams.values[index].method = .other(String(decoding: value, as: UTF8.self))
+            }
+        case .path: streams.values[index].path = String(decoding: value, as: UTF8.self)
+        case .authority: streams.values[index].authority = String(decoding: value, as: UTF8.self)
+        case .host: streams.values[index].hostField = String(decoding: value, as: UTF8.self)
+        case .ifNoneMatch: streams.values[index].ifNoneMatch = String(decoding: value, as: UTF8.self)
+        case .ifModifiedSince: streams.values[index].ifModifiedSince = String(decoding: value, as: UTF8.self)
+        case .userAgent: streams.values[index].userAgent = String(decoding: value, as: UTF8.self)
+        case .contentLength:
+            // nghttp2 has checked it is digits and will check the DATA against it.
+            if value.count <= 18 { streams.values[index].contentLength = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } }
+        case nil: break
+        }
+        return 0
+    }
+
+    /// A whole frame (HEADERS with its CONTINUATIONs as one): a request is complete at
+    /// END_STREAM.
+    func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let header = frame.pointee.hd
+        guard header.type == FrameType.headers || header.type == FrameType.data, let index = streams.index(forKey: header.stream_id) else {
+            return 0
+        }
+        if header.type == FrameType.headers, let length = streams.values[index].contentLength, length > configuration.maxRequestBody {
+            refuse(header.stream_id, at: index)
+            return 0
+        }
+        if header.flags & FrameFlag.endStream != 0 { respond(header.stream_id, at: index) }
+        return 0
+    }
+
+    /// Request body bytes: discarded, counted against the limit.
+    func dataChunk(stream id: Int32, count: Int) -> Int32 {
+        guard let index = streams.index(forKey: id) else { return 0 }
+        streams.values[index].bodyBytes += count
+        if streams.values[index].bodyBytes > configuration.maxRequestBody { refuse(id, at: index) }
+        return 0
+    }
+
+    func streamClosed(_ id: Int32, errorCode: UInt32) -> Int32 {
+        guard let stream = streams.removeValue(forKey: id) else { return 0 }
+        if streams.isEmpty { idleSince = clock.now }
+        // A stream we reset ourselves (its body was too large, nghttp2 found it malformed)
+        // spends from the same budget as the client's resets: a client must not make us reset
+        // streams faster than it could reset them itself ("MadeYouReset", CVE-2025-8671).
+        // Client resets were counted as frames.
+        if errorCode != NGHTTP2_NO_ERROR.rawValue, !stream.isResetByClient, !resets.spend(now: clock.now), failure == nil {
+            failure = (NGHTTP2_ENHANCE_YOUR_CALM, "streams reset too fast")
+        }
+        return 0
+    }
+
+    /// Copies the next DATA frame's bytes straight from the response's body (the site's
+    /// prepared storage) into nghttp2's frame buffer.
+    func readBody(stream id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let index = streams.index(forKey: id), let response = streams.values[index].response else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let offset = streams.values[index].bodySent
+        let count = min(length, response.body.count - offset)
+        response.body.withUnsafeBufferPointer { body in
+            buffer.update(from: body.baseAddress! + offset, count: count)
+        }
+        streams.values[index].bodySent = offset + count
+        if offset + count == response.body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
+    }
+
+    // MARK: - Requests
+
+    private func respond(_ id: Int32, at index: Dictionary<Int32, HTTP2Stream>.Index) {
+        let stream = streams.values[index]
+        guard !stream.isRefused, stream.response == nil else { return }
+        let response: Response
+        switch stream.request() {
+        case .success(let request): response = dispatch.respond(to: request, startedMicroseconds: stream.startedMicroseconds)
+        case .failure(let error): response = dispatch.refuse(error, startedMicroseconds: stream.startedMicroseconds)
+        }
+        streams.values[index].response = response
+        submit(response, on: id)
+    }
+
+    /// RST_STREAM CANCEL: a body over the limit (SPEC 3.9). The stream stays in the table,
+    /// marked, until nghttp2 closes it as the frame goes out.
+    private func refuse(_ id: Int32, at index: Dictionary<Int32, HTTP2Stream>.Index) {
+        guard !streams.values[index].isRefused else { return }
+        streams.values[index].isRefused = true
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
+    }
+
+    /// HEADERS with `:status`, the prepared fields and `date`, then DATA from the body unless
+    /// the response has none to send (HEAD, 304, an empty body).
+    private func submit(_ response: Response, on id: Int32) {
+        fieldBytes.removeAll(keepingCapacity: true)
+        fieldSpans.removeAll(keepingCapacity: true)
+        appendStatus(response.head.status.rawValue)
+        for (name, value) in response.head.fields { appendField(name, value: value) }
+        appendField("date", value: clock.date)
+
+        let sendsBody = response.sendsBody && !response.body.isEmpty
+        let flags = UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+        let submitted = fieldBytes.withUnsafeMutableBufferPointer { bytes in
+            fieldList.removeAll(keepingCapacity: true)
+            for span in fieldSpans {
+                fieldList.append(nghttp2_nv(name: bytes.baseAddress! + span.name, value: bytes.baseAddress! + span.value,
+                                            namelen: span.nameLength, valuelen: span.valueLength, flags: flags))
+            }
+            // nghttp2 copies the list before returning; the provider is kept by value.
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readBody)
+            return sendsBody
+                ? nghttp2_submit_response(session, id, fieldList, fieldList.count, &provider)
+                : nghttp2_submit_response(session, id, fieldList, fieldList.count, nil)
+        }
+        // Fails only for a stream nghttp2 no longer knows, or out of memory.
+        if submitted != 0 { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_INTERNAL_ERROR.rawValue) }
+    }
+
+    private func appendField<Value: Sequence<UInt8>>(_ name: String, value: Value) {
+        let nameStart = fieldBytes.count
+        fieldBytes.append(contentsOf: name.utf8)
+        let valueStart = fieldBytes.count
+        fieldBytes.append(contentsOf: value)
+        fieldSpans.append((nameStart, valueStart - nameStart, valueStart, fieldBytes.count - valueStart))
+    }
+
+    private func appendField(_ name: String, value: String) { appendField(name, value: value.utf8) }
+
+    /// `:status` as three ASCII digits, without a String.
+    private func appendStatus(_ status: Int) {
+        let nameStart = fieldBytes.count
+        fieldBytes.append(contentsOf: ":status".utf8)
+        let valueStart = fieldBytes.count
+        fieldBytes.append(UInt8(0x30 + status / 100))
+        fieldBytes.append(UInt8(0x30 + status / 10 % 10))
+        fieldBytes.append(UInt8(0x30 + status % 10))
+        fieldSpans.append((nameStart, valueStart - nameStart, valueStart, 3))
+    }
+
+    // MARK: - Field names
+
+    enum Field { case method, path, authority, host, ifNoneMatch, ifModifiedSince, userAgent, contentLength }
+
+    /// Which field a name is, by length first (most names cost one comparison).
+    static func field(_ name: UnsafeBufferPointer<UInt8>) -> Field? {
+        switch name.count {
+        case 4: return equals(name, "host") ? .host : nil
+        case 5: return equals(name, ":path") ? .path : nil
+        case 7: return equals(name, ":method") ? .method : nil
+        case 10:
+            if equals(name, ":authority") { return .authority }
+            return equals(name, "user-agent") ? .userAgent : nil
+        case 13: return equals(name, "if-none-match") ? .ifNoneMatch : nil
+        case 14: return equals(name, "content-length") ? .contentLength : nil
+        case 17: return equals(name, "if-modified-since") ? .ifModifiedSince : nil
+        default: return nil
+        }
+    }
+
+    static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+        bytes.count == text.utf8CodeUnitCount && bytes.elementsEqual(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+}
+
+/// Frame types (RFC 9113 §6) as `nghttp2_frame_hd.type` holds them.
+enum FrameType {
+    static let data = UInt8(NGHTTP2_DATA.rawValue)
+    static let headers = UInt8(NGHTTP2_HEADERS.rawValue)
+    static let rstStream = UInt8(NGHTTP2_RST_STREAM.rawValue)
+    static let settings = UInt8(NGHTTP2_SETTINGS.rawValue)
+    static let ping = UInt8(NGHTTP2_PING.rawValue)
+    static let goAway = UInt8(NGHTTP2_GOAWAY.rawValue)
+    static let windowUpdate = UInt8(NGHTTP2_WINDOW_UPDATE.rawValue)
+    static let continuation = UInt8(NGHTTP2_CONTINUATION.rawValue)
+}
+
+enum FrameFlag {
+    static let endStream = UInt8(NGHTTP2_FLAG_END_STREAM.rawValue)
+    static let ack = UInt8(NGHTTP2_FLAG_ACK.rawValue)
+}

@@ -1,0 +1,78 @@
+import COpenSSL
+import Glibc
+import Testing
+@testable import AASAServer
+
+/// The server's ALPN choice (the select callback every certificate's context uses), asked as
+/// OpenSSL asks it during a handshake.
+private func select(offered: [String], offeringHTTP2: Bool) -> String? {
+    let wire = offered.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+    var out: UnsafePointer<UInt8>?
+    var length: UInt8 = 0
+    let arg = offeringHTTP2 ? UnsafeMutableRawPointer(mutating: aasa_alpn_h2_http11_list()) : nil
+    let result = wire.withUnsafeBufferPointer { aasa_alpn_select(nil, &out, &length, $0.baseAddress, UInt32($0.count), arg) }
+    guard result == aasa_tlsext_ok(), let out else { return nil }
+    return String(decoding: UnsafeBufferPointer(start: out, count: Int(length)), as: UTF8.self)
+}
+
+/// A real handshake over a socket pair between a certificate's context and the project's TLS
+/// client offering `h2,http/1.1`; returns what ALPN settled on.
+private func handshake(with certificate: TLSCertificate) throws -> String? {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { return nil }
+    defer { close(fds[0]); close(fds[1]) }
+    for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+    let server = try TLSStream(serverContext: certificate.context, fd: fds[0])
+    let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["h2", "http/1.1"]), fd: fds[1], serverName: "example.com")
+    var serverDone = false, clientDone = false
+    for _ in 0..<100 where !(serverDone && clientDone) {
+        if !clientDone, case .done = client.handshake() { clientDone = true }
+        if !serverDone, case .done = server.handshake() { serverDone = true }
+    }
+    #expect(serverDone && clientDone)
+    #expect(client.negotiatedProtocol == server.negotiatedProtocol)
+    return server.negotiatedProtocol
+}
+
+/// The flag is process-wide: these run one at a time and put it back.
+@Suite(.serialized) struct ALPNTests {
+    @Test func aCertificateMadeWithHTTP2OnNegotiatesH2AndOneMadeWithItOffHTTP1() throws {
+        let directory = "/tmp/aasa-alpn-\(getpid())"
+        defer {
+            for file in ["ca/ca.pem", "ca/ca.key", "aasa-dev.crt", "aasa-dev.key"] { unlink(directory + "/" + file) }
+            rmdir(directory + "/ca")
+            rmdir(directory)
+        }
+        let development = DevelopmentCertificates(directory: directory)
+        _ = try development.ensure(names: ["example.com"])
+        let keyPath = directory + "/\(DevelopmentCertificates.leafName).key"
+        defer { TLSCertificate.offersHTTP2 = false }
+
+        TLSCertificate.offersHTTP2 = true
+        let withHTTP2 = try TLSCertificate(name: "h2", certificatePath: development.leafCertificatePath, keyPath: keyPath)
+        TLSCertificate.offersHTTP2 = false
+        let withoutHTTP2 = try TLSCertificate(name: "h1", certificatePath: development.leafCertificatePath, keyPath: keyPath)
+
+        #expect(try handshake(with: withHTTP2) == "h2")
+        #expect(try handshake(with: withoutHTTP2) == "http/1.1")
+    }
+
+    @Test func h2IsPreferredWhenTheClientOffersBoth() {
+        #expect(select(offered: ["http/1.1", "h2"], offeringHTTP2: true) == "h2")
+        #expect(select(offered: ["h2", "http/1.1"], offeringHTTP2: true) == "h2")
+    }
+
+    @Test func anHTTP1OnlyClientGetsHTTP1() {
+        #expect(select(offered: ["http/1.1"], offeringHTTP2: true) == "http/1.1")
+    }
+
+    @Test func withHTTP2OffOnlyHTTP1IsChosen() {
+        #expect(select(offered: ["h2", "http/1.1"], offeringHTTP2: false) == "http/1.1")
+        #expect(select(offered: ["h2"], offeringHTTP2: false) == nil)
+    }
+
+    @Test func certificatesOfferOnlyHTTP1UntilTheServerTurnsHTTP2On() {
+        // The event loop does not hand h2 connections to HTTP2Session yet.
+        #expect(!TLSCertificate.offersHTTP2)
+    }
+}
