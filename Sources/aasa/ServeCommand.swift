@@ -50,6 +50,9 @@ struct ServeCommand: ParsableCommand {
             help: "Connections one client address may hold; 0 = no limit (default 256 on HTTPS and PROXY-protocol listeners).")
     var maxConnectionsPerClient: Int?
 
+    @Option(name: .customLong("http2"), help: "on or off: HTTP/2 over TLS (ALPN h2) and h2c on --http listeners (default on).")
+    var http2: String?
+
     @Option(name: .customLong("log-format"), help: "text or json.")
     var logFormat: String?
 
@@ -101,6 +104,12 @@ struct ServeCommand: ParsableCommand {
         if let perClient = maxConnectionsPerClient ?? env.int("AASA_MAX_CONNECTIONS_PER_CLIENT") {
             guard perClient >= 0 else { throw ValidationError("--max-connections-per-client must be 0 or more") }
             c.transport.maxConnectionsPerClient = perClient
+        }
+        let http2Text = (http2 ?? env["AASA_HTTP2"] ?? "on").lowercased()
+        switch http2Text {
+        case "on", "1", "true", "yes": c.http2Enabled = true
+        case "off", "0", "false", "no": c.http2Enabled = false
+        default: throw ValidationError("--http2 must be on or off, got \(http2Text)")
         }
         c.dev = dev
 

@@ -408,24 +408,36 @@ private let cancel: UInt32 = 0x8
         server.receive(Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false))
         _ = server.read()
         server.session.drain(output: &server.output)
+        // First the shutdown notice (the largest stream id): a request on its way is still served.
+        let notice = Frame.parse(server.read()).first { $0.type == Frame.goAway }
+        #expect(notice?.lastStreamID == 0x7FFF_FFFF && notice?.errorCode == 0)
+        server.receive(Wire.get(stream: 3))
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.headers && $0.stream == 3 })
+        // A round trip later, the real last stream id.
+        #expect(server.session.deadline == server.clock.now + HTTP2Session.shutdownNoticeGrace)
+        server.clock.now += HTTP2Session.shutdownNoticeGrace
+        server.session.deadlineReached(output: &server.output)
         let goAway = Frame.parse(server.read()).first { $0.type == Frame.goAway }
-        #expect(goAway?.lastStreamID == 1 && goAway?.errorCode == 0)
+        #expect(goAway?.lastStreamID == 3 && goAway?.errorCode == 0)
         #expect(!server.session.isClosing)
         // A stream opened after the GOAWAY is not served; the one in flight is.
-        server.receive(Wire.get(stream: 3) + Wire.data(stream: 1, count: 10, endStream: true))
+        server.receive(Wire.get(stream: 5) + Wire.data(stream: 1, count: 10, endStream: true))
         let frames = Frame.parse(server.read())
         #expect(frames.contains { $0.type == Frame.headers && $0.stream == 1 })
-        #expect(!frames.contains { $0.stream == 3 && $0.type == Frame.headers })
-        #expect(server.dispatch.requests.count == 1)
+        #expect(!frames.contains { $0.stream == 5 && $0.type == Frame.headers })
+        #expect(server.dispatch.requests.count == 2)
         #expect(server.session.isClosing)
     }
 
-    @Test func drainWithNothingInFlightClosesAtOnce() {
+    @Test func drainWithNothingInFlightClosesAfterTheFinalGoAway() {
         let server = ServerUnderTest()
         server.receive(Wire.clientStart)
         _ = server.read()
         server.session.drain(output: &server.output)
         #expect(Frame.parse(server.read()).contains { $0.type == Frame.goAway })
+        server.clock.now += HTTP2Session.shutdownNoticeGrace
+        server.session.deadlineReached(output: &server.output)
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.goAway && $0.lastStreamID == 0 })
         #expect(server.session.isClosing)
     }
 

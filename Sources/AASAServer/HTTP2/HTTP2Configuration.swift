@@ -27,7 +27,9 @@ struct HTTP2Configuration: Sendable {
     /// Frames written to `Output` stop being produced once this many bytes wait to be sent:
     /// a client that never reads costs at most this much buffer; nghttp2 keeps the rest as
     /// unproduced frames (DATA is read from the prepared body only when it is framed).
-    var outputHighWaterMark = 256 * 1024
+    /// (Below 256 KiB, the size above which ``Output`` gives its buffer back, so a large download
+    /// does not reallocate it.)
+    var outputHighWaterMark = 224 * 1024
 
     /// RST_STREAM frames from the client: the rapid-reset attack (CVE-2023-44487) opens and
     /// cancels streams to make the server start work the client never waits for.

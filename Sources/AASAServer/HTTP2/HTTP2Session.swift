@@ -115,15 +115,35 @@ final class HTTP2Session: ProtocolSession {
     }
 
     func deadlineReached(output: inout Output) {
+        if let finalGoAwayAt, clock.now >= finalGoAwayAt {
+            sendFinalGoAway(&output)
+            return
+        }
         guard let deadline, clock.now >= deadline else { return }
         terminate(NGHTTP2_NO_ERROR, output: &output)
     }
 
+    /// How long after the shutdown notice the final GOAWAY follows: time for requests the
+    /// client sent before it saw the notice to arrive (RFC 9113 §6.8 asks for at least one
+    /// round trip).
+    static let shutdownNoticeGrace: Int64 = 1_000
+    /// When the final GOAWAY is due, while draining.
+    private var finalGoAwayAt: Int64?
+
     func drain(output: inout Output) {
         guard !isTerminated, !isDraining else { return }
         isDraining = true
-        // RFC 9113 §6.8: the last stream id we will answer; nghttp2 ignores newer streams
-        // from here on and keeps serving these.
+        // RFC 9113 §6.8, graceful shutdown in two steps: a GOAWAY with the largest stream id
+        // first, so a request already on its way (a new connection's first) is still served;
+        // then, a moment later, the real last stream id.
+        _ = nghttp2_submit_shutdown_notice(session)
+        finalGoAwayAt = clock.now + HTTP2Session.shutdownNoticeGrace
+        produce(&output)
+    }
+
+    private func sendFinalGoAway(_ output: inout Output) {
+        finalGoAwayAt = nil
+        // nghttp2 ignores newer streams from here on and keeps serving those it has.
         _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
                                   NGHTTP2_NO_ERROR.rawValue, nil, 0)
         produce(&output)
@@ -148,6 +168,7 @@ final class HTTP2Session: ProtocolSession {
 
     var deadline: Int64? {
         if isTerminated { return nil }
+        if let finalGoAwayAt { return finalGoAwayAt }
         return (streams.isEmpty ? idleSince : lastProgress) + configuration.idleTimeout
     }
 

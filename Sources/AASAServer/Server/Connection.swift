@@ -29,6 +29,9 @@ final class Connection: RequestDispatch {
         case awaitingClientHello
         /// TLS handshake in progress.
         case handshake
+        /// Plain HTTP with HTTP/2 on: the first bytes tell HTTP/1.1 from the HTTP/2 preface
+        /// (prior knowledge, h2c; RFC 9113 §3.3).
+        case awaitingPreface
         /// A protocol session reads requests and writes responses.
         case open
         /// The response that ends the connection is sent and our side is shut: reading and
@@ -48,6 +51,8 @@ final class Connection: RequestDispatch {
     private var stream: ByteStream
     private var session: ProtocolSession?
     private var output = Output()
+    /// The first bytes of a plain connection while it may still be the HTTP/2 preface.
+    private var sniffed: [UInt8] = []
     private var hostCache = HostCache()
     /// The TLS library needs writability to go on with a read (or readability with a write).
     private var readNeedsWritable = false
@@ -82,8 +87,8 @@ final class Connection: RequestDispatch {
         } else {
             stage = .open
             stageDeadline = 0
+            startPlainSession()
         }
-        if stage == .open { startSession() }
     }
 
     // MARK: - What the loop asks
@@ -124,6 +129,8 @@ final class Connection: RequestDispatch {
             return readProxyHeader()
         case .awaitingClientHello, .handshake:
             return handshake()
+        case .awaitingPreface:
+            return readPreface()
         case .open:
             if events & Epoll.writable != 0 || readNeedsWritable {
                 readNeedsWritable = false
@@ -142,7 +149,7 @@ final class Connection: RequestDispatch {
     /// The events to wait for now.
     var wantedEvents: UInt32 {
         switch stage {
-        case .proxyHeader, .awaitingClientHello, .lingering:
+        case .proxyHeader, .awaitingClientHello, .awaitingPreface, .lingering:
             return Epoll.readable
         case .handshake:
             return readNeedsWritable ? Epoll.writable : Epoll.readable
@@ -157,7 +164,7 @@ final class Connection: RequestDispatch {
     /// When ``deadlineReached()`` is due.
     var deadline: Int64? {
         switch stage {
-        case .proxyHeader, .awaitingClientHello, .handshake, .lingering:
+        case .proxyHeader, .awaitingClientHello, .handshake, .awaitingPreface, .lingering:
             return stageDeadline
         case .open:
             if !output.isEmpty { return lastWrite + loop.transport.writeStallTimeout }
@@ -211,8 +218,8 @@ final class Connection: RequestDispatch {
                 return handshake()
             }
             stage = .open
-            startSession()
-            return readAndAnswer()
+            startPlainSession()
+            return stage == .awaitingPreface ? readPreface() : readAndAnswer()
         }
     }
 
@@ -239,8 +246,16 @@ final class Connection: RequestDispatch {
             handshakeStore = nil
             readNeedsWritable = false
             stage = .open
-            startSession()
+            if tls.negotiatedProtocol == "h2", let http2 = loop.http2 {
+                let session = HTTP2Session(configuration: http2, clock: loop.clock, dispatch: self)
+                start(session)
+                // Our SETTINGS go first (RFC 9113 §3.4).
+                session.resume(output: &output)
+            } else {
+                start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self))
+            }
             // Application data may have arrived with the last handshake flight.
+            guard flush() else { return false }
             return readAndAnswer()
         case .wantRead:
             readNeedsWritable = false
@@ -266,10 +281,54 @@ final class Connection: RequestDispatch {
             + date + Array("\r\nConnection: close\r\n\r\n\(body)".utf8)
     }
 
-    private func startSession() {
-        let session = HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self)
+    private func start(_ session: ProtocolSession) {
         self.session = session
         if loop.draining { session.drain(output: &output) }
+    }
+
+    /// A plain connection (HTTP or admin) past any PROXY header. The admin listener stays
+    /// HTTP/1.1 (SPEC 3.9); with HTTP/2 on, a client listener first looks at the opening bytes.
+    private func startPlainSession() {
+        if facts.listener == .http, loop.http2 != nil {
+            stage = .awaitingPreface
+            stageDeadline = loop.clock.now + loop.http1.headerTimeout
+        } else {
+            start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self))
+        }
+    }
+
+    private static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    /// Reads until the opening bytes are the HTTP/2 preface or cannot be, then hands them to
+    /// the session they belong to. Nearly always decided on the first read: an HTTP/1.1
+    /// request does not start with `P` unless it is a POST, told apart by its second byte.
+    private func readPreface() -> Bool {
+        let scratch = loop.scratch
+        while stage == .awaitingPreface {
+            switch stream.read(into: scratch.baseAddress!, count: scratch.count) {
+            case .done(let n):
+                sniffed.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+            case .wantRead:
+                return true
+            default:
+                return false
+            }
+            let compared = min(sniffed.count, Connection.preface.count)
+            let isPreface = sniffed[0..<compared].elementsEqual(Connection.preface[0..<compared])
+            if isPreface, compared < Connection.preface.count { continue }
+            stage = .open
+            if isPreface, let http2 = loop.http2 {
+                start(HTTP2Session(configuration: http2, clock: loop.clock, dispatch: self))
+            } else {
+                start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self))
+            }
+            let bytes = sniffed
+            sniffed = []
+            bytes.withUnsafeBytes { session!.receive($0, output: &output) }
+            guard flush() else { return false }
+            return readAndAnswer()
+        }
+        return true
     }
 
     // MARK: - Reading and writing

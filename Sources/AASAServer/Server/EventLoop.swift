@@ -42,14 +42,14 @@ final class EventLoop: @unchecked Sendable {
     private var drainDeadline: Int64?
 
     init(id: Int, state: ServerState, listeners: [Listener], transport: TransportConfiguration, http1: HTTP1Configuration,
-         log: Log, accessLogFormat: LogFormat) throws(SystemError) {
+         http2: HTTP2Configuration? = nil, log: Log, accessLogFormat: LogFormat) throws(SystemError) {
         self.id = id
         self.epfd = try Epoll.create()
         self.wake = try EventFD()
         self.state = state
         self.listeners = listeners
         self.context = LoopContext(state: state, counters: state.loopCounters[id], transport: transport, http1: http1,
-                                   log: log, accessLogFormat: accessLogFormat)
+                                   http2: http2, log: log, accessLogFormat: accessLogFormat)
         self.generation = state.snapshots.generation
         try Epoll.add(epfd, wake.fd, events: Epoll.readable, data: Tag.wake.rawValue << 32)
         for l in listeners where l.kind == .admin {

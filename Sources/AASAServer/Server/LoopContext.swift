@@ -8,6 +8,8 @@ final class LoopContext {
     let clock = LoopClock(now: monotonicMilliseconds(), wallSecond: wallClockSeconds())
     let transport: TransportConfiguration
     let http1: HTTP1Configuration
+    /// nil when HTTP/2 is off (`--http2 off`).
+    let http2: HTTP2Configuration?
     let log: Log
     var snapshot: SiteSnapshot
     private(set) var accessLog: AccessLog
@@ -18,11 +20,12 @@ final class LoopContext {
     var draining = false
 
     init(state: ServerState, counters: LoopCounters, transport: TransportConfiguration, http1: HTTP1Configuration,
-         log: Log, accessLogFormat: LogFormat) {
+         http2: HTTP2Configuration?, log: Log, accessLogFormat: LogFormat) {
         self.state = state
         self.counters = counters
         self.transport = transport
         self.http1 = http1
+        self.http2 = http2
         self.log = log
         self.accessLog = AccessLog(format: accessLogFormat)
         self.snapshot = state.snapshots.load().0

@@ -20,6 +20,10 @@ public struct ServerConfiguration: Sendable {
     /// Settings of each layer, each handed to the layer that reads it.
     public var transport = TransportConfiguration()
     public var http1 = HTTP1Configuration()
+    /// HTTP/2 (SPEC 3.9): ALPN `h2` on every certificate and the h2c preface on `--http`
+    /// listeners. Off: HTTP/1.1 only.
+    public var http2Enabled = true
+    var http2 = HTTP2Configuration()
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false
@@ -71,6 +75,8 @@ public final class Server {
         for s in [SIGTERM, SIGINT, SIGHUP] { _ = aasa_sigaddset(&signals, s) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
+        // Read whenever a certificate's context is made: before the first one loads.
+        TLSCertificate.offersHTTP2 = configuration.http2Enabled
         let started = monotonicMilliseconds()
         let dev = configuration.dev ? DevelopmentMode(certificatesDirectory: configuration.certsDirectory ?? "certs-dev") : nil
         dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
@@ -108,6 +114,7 @@ public final class Server {
             for i in 0..<max(1, configuration.workers) {
                 let own = listeners.filter { $0.kind != .admin || i == 0 }
                 loops.append(try EventLoop(id: i, state: state, listeners: own, transport: configuration.transport, http1: configuration.http1,
+                                           http2: configuration.http2Enabled ? configuration.http2 : nil,
                                            log: log, accessLogFormat: configuration.logFormat))
             }
         } catch {
