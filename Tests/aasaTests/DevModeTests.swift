@@ -100,8 +100,14 @@ private let chromium = "/usr/bin/chromium"
 
     @Test func theDashboardWorksInARealBrowserAndShowsMarkupAsText() throws {
         let hostile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/x", "<script>document.title='pwned'</script>": 1}]}]}}"#
-        let server = try ServerProcess(sites: ["example.com": exampleCom, "evil.example.com": hostile], dev: true)
+        let server = try ServerProcess(sites: ["example.com": exampleCom, "evil.example.com": hostile], dev: true, prepare: { config in
+            try assetLinks.write(to: config.appendingPathComponent("example.com/assetlinks.json"), atomically: true, encoding: .utf8)
+            try #"{"origins": ["https://example.de/shop"]}"#.write(to: config.appendingPathComponent("example.com/webauthn"), atomically: true, encoding: .utf8)
+        })
         _ = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nUser-Agent: AASA-Bot/1.0.0\r\nConnection: close\r\n\r\n")
+        // The guidance speaks of Android's side once a site has assetlinks.json.
+        #expect(server.log.contains("Android: example.com serve assetlinks.json"))
+        #expect(server.log.contains("autoVerify"))
         let profile = server.directory.url.appendingPathComponent("chromium").path
         let page = "http://127.0.0.1:\(server.http)/?url=https%3A%2F%2Fexample.com%2Fbuy%2F42"
         let r = try Shell.run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=\(profile)",
@@ -114,6 +120,10 @@ private let chromium = "/usr/bin/chromium"
         #expect(dom.contains("AASA-Bot/1.0.0 (Apple CDN)"))
         #expect(dom.contains("<td class=\"match\">match</td>"))
         #expect(dom.contains("details[0], component 0"))
+        // Every file of the site, each with its verdict and findings.
+        #expect(dom.contains("data-file=\"assetlinks.json\""))
+        #expect(dom.contains("data-file=\"webauthn\""))
+        #expect(dom.contains("[webauthn-invalid-origin]"))
         // The key with markup is shown as text, and never runs.
         #expect(dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"))
         #expect(!dom.contains("<title>pwned</title>"))

@@ -6,8 +6,10 @@ import Testing
 @Suite struct DevelopmentModeTests {
     private func snapshot(_ names: [String]) -> SiteSnapshot {
         let sites = names.map { name in
-            Site(name: SiteName(name)!, path: "config/\(name)/apple-app-site-association", served: nil,
-                 newest: AASAFile(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#))
+            Site(name: SiteName(name)!, folder: "config/\(name)", files: [
+                SiteFile(kind: .aasa, path: "config/\(name)/apple-app-site-association", served: nil,
+                         newest: AssociationFile(kind: .aasa, #"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#)),
+            ])
         }
         return SiteSnapshot(sites: sites, certificates: .empty, certificateFingerprint: [])
     }

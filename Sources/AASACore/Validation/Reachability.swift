@@ -18,7 +18,9 @@ enum Reachability {
         // `/x/*` covers `/x`, `/x/…` and therefore anything that starts with the literal `x/`.
         if a.matchesParent, a.base.allSatisfy(\.isLiteral) {
             if b.base == a.base { return true }
-            if b.base.starts(with: a.base + [slash]) { return true }
+            // `a.base + [slash]` without making the array: this runs for every pair of
+            // components, and a file may have thousands.
+            if b.base.count > a.base.count, b.base[a.base.count] == slash, b.base.starts(with: a.base) { return true }
         }
         // `prefix*` covers everything that starts with `prefix` literally.
         if !a.matchesParent, let prefix = literalPrefixBeforeFinalStar(a.base) {
@@ -52,9 +54,9 @@ enum Reachability {
     }
 
     /// For tokens that are literals followed by one final `*`, the literals.
-    private static func literalPrefixBeforeFinalStar(_ tokens: [PatternToken]) -> [PatternToken]? {
+    private static func literalPrefixBeforeFinalStar(_ tokens: [PatternToken]) -> ArraySlice<PatternToken>? {
         guard tokens.last == .star else { return nil }
         let prefix = tokens.dropLast()
-        return prefix.allSatisfy(\.isLiteral) ? Array(prefix) : nil
+        return prefix.allSatisfy(\.isLiteral) ? prefix : nil
     }
 }

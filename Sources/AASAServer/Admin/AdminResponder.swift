@@ -29,6 +29,28 @@ enum AdminResponder {
         }
     }
 
+    /// A file's error as `/status` shows it: `{"message","line","column","code"}` or null.
+    private static func writeError(refusal: FileRefusal?, error: Diagnostic?, to w: inout JSONWriter) {
+        if let refusal {
+            // Refused before validation: no position in the file to point at.
+            w.beginObject()
+            w.key("message"); w.value(refusal.message)
+            w.key("line"); w.null()
+            w.key("column"); w.null()
+            w.key("code"); w.value(refusal.code)
+            w.endObject()
+        } else if let error {
+            w.beginObject()
+            w.key("message"); w.value(error.message)
+            w.key("line"); w.value(error.line)
+            w.key("column"); w.value(error.column)
+            w.key("code"); w.value(error.code.rawValue)
+            w.endObject()
+        } else {
+            w.null()
+        }
+    }
+
     static func status(_ snapshot: SiteSnapshot) -> String {
         var w = JSONWriter()
         w.beginObject()
@@ -40,25 +62,21 @@ enum AdminResponder {
             w.key("state"); w.value(site.state.rawValue)
             w.key("version"); w.value(site.served?.version)
             w.key("error")
-            if let refusal = site.refusal {
-                // Refused before validation: no position in the file to point at.
+            writeError(refusal: site.refusal, error: site.error, to: &w)
+            w.key("warnings"); w.value(site.aasa?.newest.warningCount ?? 0)
+            // One entry per association file of the site, AASA included (SPEC 3.5).
+            w.key("files")
+            w.beginArray()
+            for file in site.files {
                 w.beginObject()
-                w.key("message"); w.value(refusal.message)
-                w.key("line"); w.null()
-                w.key("column"); w.null()
-                w.key("code"); w.value(refusal.code)
+                w.key("name"); w.value(file.kind.fileName)
+                w.key("state"); w.value(file.state.rawValue)
+                w.key("version"); w.value(file.served?.version)
+                w.key("error")
+                writeError(refusal: file.refusal, error: file.error, to: &w)
                 w.endObject()
-            } else if let error = site.error {
-                w.beginObject()
-                w.key("message"); w.value(error.message)
-                w.key("line"); w.value(error.line)
-                w.key("column"); w.value(error.column)
-                w.key("code"); w.value(error.code.rawValue)
-                w.endObject()
-            } else {
-                w.null()
             }
-            w.key("warnings"); w.value(site.newest.warningCount)
+            w.endArray()
             w.key("certificateCovers")
             if let covers = site.certificateCovers { w.value(covers) } else { w.null() }
             if site.name.isWildcard {

@@ -77,7 +77,7 @@ enum Dashboard {
             w.beginArray()
             for line in Entitlements.lines(for: site) { w.value(line) }
             w.endArray()
-            let document = (site.served?.file ?? site.newest).document
+            let document = site.document
             w.key("apps")
             w.beginArray()
             for app in document?.appLinksAppIDs ?? [] { w.value(app) }
@@ -99,7 +99,22 @@ enum Dashboard {
             }
             w.endObject()
             w.key("diagnostics")
-            w.write(site.newest.diagnostics)
+            w.write(site.aasa?.newest.diagnostics ?? [])
+            // Every association file of the site (SPEC 2.1), each with its own verdict.
+            w.key("files")
+            w.beginArray()
+            for file in site.files {
+                w.beginObject()
+                w.key("name"); w.value(file.kind.fileName)
+                w.key("path"); w.value(file.path)
+                w.key("state"); w.value(file.state.rawValue)
+                w.key("version"); w.value(file.served?.version)
+                w.key("refusal"); w.value(file.refusal?.message)
+                w.key("diagnostics")
+                w.write(file.newest.diagnostics)
+                w.endObject()
+            }
+            w.endArray()
             w.endObject()
         }
         w.endArray()
@@ -153,7 +168,7 @@ enum Dashboard {
                 return w.output
             }
             w.key("site"); w.value(name.description)
-            guard let document = site.served?.file.document else {
+            guard let document = site.served?.file.aasa?.document else {
                 w.key("error"); w.value("\(name) has no file that passed validation")
                 w.endObject()
                 return w.output
@@ -292,10 +307,16 @@ enum Dashboard {
           if (list.length) card.append(el("p", { class: "apps", "data-service": service }, (serviceNames[service] || service) + ": ", el("span", { class: "mono" }, list.join(", "))));
         }
         card.append(el("pre", { class: "entitlements" }, s.entitlements.join("\n")));
-        if (s.diagnostics.length) {
-          const list = el("ul", { class: "diagnostics" });
-          for (const d of s.diagnostics) list.append(el("li", { class: d.severity }, d.line + ":" + d.column + " " + d.severity + ": " + d.message + " [" + d.code + "] ", el("span", { class: "mono muted" }, d.jsonPath)));
-          card.append(list);
+        // Every association file of the site, each with its own verdict and findings.
+        for (const f of s.files) {
+          card.append(el("p", { class: "file", "data-file": f.name }, el("span", { class: "mono" }, f.name), " ",
+                         el("span", { class: "state " + f.state }, f.state), f.version ? " version " + f.version : "",
+                         f.refusal ? " · " + f.refusal : ""));
+          if (f.diagnostics.length) {
+            const list = el("ul", { class: "diagnostics" });
+            for (const d of f.diagnostics) list.append(el("li", { class: d.severity }, d.line + ":" + d.column + " " + d.severity + ": " + d.message + " [" + d.code + "] ", el("span", { class: "mono muted" }, d.jsonPath)));
+            card.append(list);
+          }
         }
         root.append(card);
       }

@@ -91,8 +91,16 @@ final class DevelopmentMode: Sendable {
         if let command = firstRequest(snapshot: snapshot, https: https) {
             out += "\n   First, try it from this machine:\n       \(command)\n"
         }
+        let android = sites.filter { $0.file(.assetLinks) != nil }.map(\.name.description).sorted()
+        if !android.isEmpty {
+            // Android's side of the same links (SPEC 2.1): what makes assetlinks.json count.
+            out += "\nAndroid: \(android.prefix(3).joined(separator: ", "))\(android.count > 3 ? " and \(android.count - 3) more" : "") serve assetlinks.json.\n"
+            out += "   The app's intent filters need android:autoVerify=\"true\" with these hosts; the fingerprint is the\n"
+            out += "   SHA-256 of the app signing certificate (Play Console > App integrity, or `keytool -list -v -keystore KEYSTORE`).\n"
+            out += "   Android verifies over HTTPS with a publicly trusted certificate: the development CA is not enough there.\n"
+        }
         if let dashboard {
-            out += "\nDashboard: \(dashboard) (sites, recent fetches, a URL tester)\n"
+            out += "\nDashboard: \(dashboard) (sites and every file, recent fetches, a URL tester)\n"
         }
         return out + "\n"
     }

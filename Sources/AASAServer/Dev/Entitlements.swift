@@ -6,8 +6,10 @@ import AASACore
 enum Entitlements {
     static func lines(for site: Site) -> [String] {
         let host = site.name.description
-        let document = (site.served?.file ?? site.newest).document
+        let document = site.document
         var services: [String] = []
+        // A site with no AASA file (only assetlinks.json, say) backs no Apple entitlement.
+        guard site.aasa != nil else { return [] }
         if document?.appLinks != nil || document == nil { services.append("applinks") }
         if document?.appLists[.webCredentials] != nil { services.append("webcredentials") }
         if document?.appLists[.appClips] != nil, !site.name.isWildcard { services.append("appclips") }

@@ -7,8 +7,19 @@ enum AssociationFileHandler {
     static let wellKnownPath = "/.well-known/apple-app-site-association"
     static let rootPath = "/apple-app-site-association"
 
+    /// The kind of association file a path names (SPEC 2.1), or nil. The AASA file is also
+    /// served at the root, where iOS looked for it before `/.well-known/`.
+    static func kind(of path: String) -> AssociationFileKind? {
+        // Compared by length first: nearly every request is for the AASA file.
+        switch path.utf8.count {
+        case wellKnownPath.utf8.count where path == wellKnownPath: return .aasa
+        case rootPath.utf8.count where path == rootPath: return .aasa
+        default: return AssociationFileKind.allCases.first { $0.urlPath == path }
+        }
+    }
+
     static func isAssociationPath(_ path: String) -> Bool {
-        path == wellKnownPath || path == rootPath
+        kind(of: path) != nil
     }
 
     /// - Parameter dev: development mode, where an unknown host's 404 lists the hosts that are
@@ -25,14 +36,17 @@ enum AssociationFileHandler {
         if connection.isTLS, !cache.certificateCovers(host, connection.certificate) {
             return .message(.misdirectedRequest, "this connection's certificate does not cover \(host)\n", request: request, site: label)
         }
-        guard isAssociationPath(request.path) else {
+        guard let kind = kind(of: request.path) else {
             return .message(.notFound, "not found\n", request: request, site: label)
         }
         guard request.method == .get || request.method == .head else {
             return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: label, extraFields: [("allow", "GET, HEAD")])
         }
-        guard let served = site.served else {
-            return .message(.notFound, "this site's file has errors and is not served\n", request: request, site: label)
+        guard let file = site.file(kind) else {
+            return .message(.notFound, "not found\n", request: request, site: label)
+        }
+        guard let served = file.served else {
+            return .message(.notFound, "this site's \(kind.fileName) has errors and is not served\n", request: request, site: label)
         }
         if served.isNotModified(ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince) {
             return Response(head: served.notModifiedHead, body: [], sendsBody: false, siteLabel: label)

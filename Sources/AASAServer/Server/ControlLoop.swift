@@ -129,14 +129,15 @@ final class ControlLoop {
         if quietIfUnchanged && next.isSame(as: previous) { return }
         state.snapshots.publish(next)
         state.metrics.reloads.add(1, ordering: .relaxed)
-        // A reload error is a newly read file that was rejected.
+        // A reload error is a newly read file that was rejected, of any kind.
         let rejected = next.sites.filter { site in
-            guard site.state != .serving else { return false }
-            guard let before = previous.index[site.name] else { return true }
-            return before.newest.bytes != site.newest.bytes || before.refusal != site.refusal
+            let before = previous.index[site.name]
+            return site.files.contains { $0.state != .serving && $0.differs(from: before?.file($0.kind)) }
         }
         state.metrics.recordReloadErrors(sites: rejected.map(\.name.description))
-        log.info("reloaded: \(next.sites.count) sites, \(next.sites.filter { $0.state == .serving }.count) serving, \(rejected.count) rejected, in \(monotonicMilliseconds() - started) ms")
+        // The counts are those /status shows; "newly" counts files this reload read and refused.
+        let counts = Dictionary(grouping: next.sites, by: \.state).mapValues(\.count)
+        log.info("reloaded: \(next.sites.count) sites, \(counts[.serving] ?? 0) serving, \(counts[.stale] ?? 0) stale, \(counts[.rejected] ?? 0) rejected (\(rejected.count) newly), in \(monotonicMilliseconds() - started) ms")
     }
 
     /// Watches the config and certs directories, every folder in them, and the directories

@@ -4,7 +4,7 @@ import AASAHTTP
 /// One good version of a site's file and its responses, prepared once when it is loaded:
 /// the hot path copies these bytes and the current date, nothing else (STYLE: prepared bytes).
 public final class ServedVersion: Sendable {
-    public let file: AASAFile
+    public let file: AssociationFile
     /// The strong validator, quoted: `"3f5a…"` (first 16 hex digits of the SHA-256 of the bytes).
     public let etag: String
     /// The file's modification time, seconds since 1970.
@@ -17,7 +17,7 @@ public final class ServedVersion: Sendable {
 
     public var version: String { String(etag.dropFirst().dropLast()) }
 
-    init(file: AASAFile, lastModified: Int, cacheControl: String) {
+    init(file: AssociationFile, lastModified: Int, cacheControl: String) {
         self.file = file
         self.body = file.bytes
         self.etag = "\"" + Digest.sha256Hex(file.bytes).prefix(16) + "\""
@@ -26,7 +26,8 @@ public final class ServedVersion: Sendable {
             ("etag", etag), ("last-modified", HTTPDate.format(lastModified)), ("cache-control", cacheControl),
             ("x-content-type-options", "nosniff"),
         ]
-        okHead = ResponseHead(status: .ok, fields: [("content-type", "application/json")] + common, contentLength: file.bytes.count)
+        // Each kind with its own type (SPEC 2.1): JSON, or text/plain for Apple Pay's file.
+        okHead = ResponseHead(status: .ok, fields: [("content-type", file.kind.contentType)] + common, contentLength: file.bytes.count)
         notModifiedHead = ResponseHead(status: .notModified, fields: common, contentLength: nil)
     }
 

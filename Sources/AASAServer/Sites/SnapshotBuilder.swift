@@ -53,48 +53,63 @@ struct SnapshotBuilder {
                 log.debug("config: \(folder) is not a site (folder names are lower-case host names or *.host)")
                 continue
             }
-            let path = folder + "/apple-app-site-association"
             let old = previous.index[siteName]
-            let bytes: [UInt8]
-            let mtime: Int
-            do {
-                guard let read = try SnapshotBuilder.read(path) else { continue }
-                (bytes, mtime) = read
-            } catch {
-                if let old, old.refusal == error {
-                    // Refused for the same reason as last time: said already.
-                    sites.append(old)
-                } else if let old, let served = old.served {
-                    // Present but refused: keep the last good version (SPEC 3.4).
-                    log.error("\(path): \(error.message); the last good version keeps serving")
-                    sites.append(Site(name: siteName, path: path, served: served, newest: old.newest, refusal: error))
-                } else {
-                    log.error("\(path): \(error.message); site \(siteName) not served")
-                    sites.append(Site(name: siteName, path: path, served: nil, newest: AASAFile(bytes: []), refusal: error))
-                }
-                continue
+            // A folder with any of the association files is a site (SPEC 2.1).
+            let files = AssociationFileKind.allCases.compactMap { kind in
+                loadFile(kind, in: folder, site: siteName, old: old?.file(kind), isNewSite: old == nil)
             }
-            if let old, old.refusal == nil, old.newest.bytes == bytes {
-                // Unchanged: the same object, prepared responses and all. A valid file touched
-                // without a change gets a new Last-Modified; a rejected one stays as it was.
-                if old.served?.lastModified == mtime || !old.newest.isValid { sites.append(old); continue }
-            }
-            let file = AASAFile(bytes: bytes)
-            if file.isValid {
-                let served = ServedVersion(file: file, lastModified: mtime, cacheControl: cacheControl)
-                for d in file.diagnostics { log.warning("\(path):\(d.line):\(d.column): warning: \(d.message) [\(d.code.rawValue)]") }
-                if old != nil { log.info("site \(siteName): serving version \(served.version)") }
-                sites.append(Site(name: siteName, path: path, served: served, newest: file))
+            guard !files.isEmpty else { continue }
+            if let old, old.files.count == files.count, zip(old.files, files).allSatisfy({ $0 === $1 }) {
+                // Nothing changed: the same object.
+                sites.append(old)
             } else {
-                for d in file.diagnostics where d.severity == .error {
-                    log.error("\(path):\(d.line):\(d.column): error: \(d.message) [\(d.code.rawValue)]")
-                }
-                let kept = old?.served
-                log.error("site \(siteName): file rejected; \(kept.map { "version \($0.version) keeps serving" } ?? "not served")")
-                sites.append(Site(name: siteName, path: path, served: kept, newest: file))
+                sites.append(Site(name: siteName, folder: folder, files: files, certificateCovers: old?.certificateCovers))
             }
         }
         return sites
+    }
+
+    /// One association file of a site folder: nil when the folder has none of this kind.
+    private func loadFile(_ kind: AssociationFileKind, in folder: String, site: SiteName, old: SiteFile?, isNewSite: Bool) -> SiteFile? {
+        let path = folder + "/" + kind.fileName
+        // Messages name the file, except the AASA file, which is what a site is known for.
+        let subject = kind == .aasa ? "site \(site)" : "site \(site) \(kind.fileName)"
+        let bytes: [UInt8]
+        let mtime: Int
+        do {
+            guard let read = try SnapshotBuilder.read(path) else { return nil }
+            (bytes, mtime) = read
+        } catch {
+            if let old, old.refusal == error {
+                // Refused for the same reason as last time: said already.
+                return old
+            }
+            if let old, let served = old.served {
+                // Present but refused: keep the last good version (SPEC 3.4).
+                log.error("\(path): \(error.message); the last good version keeps serving")
+                return SiteFile(kind: kind, path: path, served: served, newest: old.newest, refusal: error)
+            }
+            log.error("\(path): \(error.message); \(subject) not served")
+            return SiteFile(kind: kind, path: path, served: nil, newest: AssociationFile(kind: kind, bytes: []), refusal: error)
+        }
+        if let old, old.refusal == nil, old.newest.bytes == bytes {
+            // Unchanged: the same object, prepared responses and all. A valid file touched
+            // without a change gets a new Last-Modified; a rejected one stays as it was.
+            if old.served?.lastModified == mtime || !old.newest.isValid { return old }
+        }
+        let file = AssociationFile(kind: kind, bytes: bytes)
+        if file.isValid {
+            let served = ServedVersion(file: file, lastModified: mtime, cacheControl: cacheControl)
+            for d in file.diagnostics { log.warning("\(path):\(d.line):\(d.column): warning: \(d.message) [\(d.code.rawValue)]") }
+            if !isNewSite || old != nil { log.info("\(subject): serving version \(served.version)") }
+            return SiteFile(kind: kind, path: path, served: served, newest: file)
+        }
+        for d in file.diagnostics where d.severity == .error {
+            log.error("\(path):\(d.line):\(d.column): error: \(d.message) [\(d.code.rawValue)]")
+        }
+        let kept = old?.served
+        log.error("\(subject): file rejected; \(kept.map { "version \($0.version) keeps serving" } ?? "not served")")
+        return SiteFile(kind: kind, path: path, served: kept, newest: file)
     }
 
     private func loadCertificates(previous: SiteSnapshot) -> (store: CertificateStore, fingerprint: [String]) {
