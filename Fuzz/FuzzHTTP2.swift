@@ -4,7 +4,7 @@
 // The first byte shapes the run: bit 0 sends the client preface first (so the fuzzer spends its
 // time past it), bits 1-6 cut the rest into pieces of that many bytes plus one, bit 7 lets the
 // client "read" the output between pieces. The clock moves 7 ms a piece, and the run ends with
-// a drain and a timeout. Whatever the input, the session never crashes, never holds more than
+// a drain, the final GOAWAY and a timeout. Whatever the input, the session never crashes, never holds more than
 // the high-water mark (plus one frame) of output while it runs, and always ends closing.
 import AASAHTTP
 
@@ -56,15 +56,23 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         start = end
     }
     session.drain(output: &output)
-    // Let it write everything out; a closed session produces nothing more.
+    writeOut(session, &output)
+    // The final GOAWAY follows the shutdown notice, then the idle deadline ends what is left.
+    clock.now += HTTP2Session.shutdownNoticeGrace
+    session.deadlineReached(output: &output)
+    writeOut(session, &output)
+    clock.now += configuration.idleTimeout + 1
+    session.deadlineReached(output: &output)
+    precondition(session.isClosing, "a drained, timed-out session must close")
+    return 0
+}
+
+/// Lets the session write everything out; a closed session produces nothing more.
+private func writeOut(_ session: HTTP2Session, _ output: inout Output) {
     var rounds = 0
     while !output.isEmpty, rounds < 10_000 {
         output.reset()
         session.resume(output: &output)
         rounds += 1
     }
-    clock.now += configuration.idleTimeout + 1
-    session.deadlineReached(output: &output)
-    precondition(session.isClosing, "a drained, timed-out session must close")
-    return 0
 }
