@@ -63,17 +63,18 @@ final class ServerProcess {
     }
 
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
-         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false) throws {
-        directory = try TemporaryDirectory()
+         extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false,
+         certificates: Bool = true, environment: [String: String] = [:], reuse: TemporaryDirectory? = nil) throws {
+        directory = try reuse ?? TemporaryDirectory()
         config = directory.url.appendingPathComponent("config")
         certs = directory.url.appendingPathComponent("certs")
         try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
-        for (host, body) in sites {
+        for (host, body) in sites where reuse == nil {
             try directory.write("config/\(host)/apple-app-site-association", body)
         }
         let fm = FileManager.default
         try fm.createDirectory(at: certs, withIntermediateDirectories: true)
-        if !dev {
+        if !dev, certificates, reuse == nil {
             let source = TestCertificates.directory
             for file in ["sites.crt", "sites.key"] {
                 try fm.copyItem(at: source.appendingPathComponent(file), to: certs.appendingPathComponent(file))
@@ -86,6 +87,9 @@ final class ServerProcess {
         process.arguments = ["serve", "--config", config.path, "--certs", certs.path,
                              "--https", "127.0.0.1:\(ports.https)", "--http", "127.0.0.1:\(ports.http)", "--admin", "127.0.0.1:\(ports.admin)",
                              "--workers", "\(workers)"] + (dev ? ["--dev"] : []) + extraArguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let err = Pipe()
         let out = Pipe()
         process.standardError = err

@@ -33,8 +33,12 @@ public final class ACMEStatus: Sendable {
         self.challenge = challenge
     }
 
+    /// A retry (`ordering`, `pending`) keeps the last failure visible until it succeeds.
     func set(_ host: String, _ state: State, error: String? = nil, nextAttempt: Int? = nil) {
-        entries.withLock { $0[host] = Entry(state: state, error: error, nextAttempt: nextAttempt) }
+        entries.withLock { entries in
+            let kept = state == .ordering || state == .pending ? error ?? entries[host]?.error : error
+            entries[host] = Entry(state: state, error: kept, nextAttempt: nextAttempt)
+        }
     }
 
     /// Forgets hosts that are no longer configured.
