@@ -236,6 +236,51 @@ import Glibc
         #expect(refused.waitForLog("the CA requires external account binding", timeout: 15), "\(refused.log)")
     }
 
+    /// Behind a TCP balancer that sends PROXY headers (haproxy, as in deploy/haproxy): the CA
+    /// reaches aasa through it, and both challenge types still work (SPEC 3.10).
+    @Test(arguments: ["tls-alpn-01", "http-01"])
+    func bothChallengesWorkBehindABalancerWithProxyProtocol(challenge: String) throws {
+        let ports = try freePorts()
+        let tlsFront = try freePort()
+        let httpFront = try freePort()
+        let pebble = try Pebble(.init(httpPort: httpFront, tlsPort: tlsFront))
+        let dir = try TemporaryDirectory()
+        let config = """
+        defaults
+          mode tcp
+          timeout connect 2s
+          timeout client 10s
+          timeout server 10s
+        frontend tls
+          bind 127.0.0.1:\(tlsFront)
+          default_backend aasa_tls
+        backend aasa_tls
+          server aasa 127.0.0.1:\(ports.https) send-proxy-v2
+        frontend http
+          bind 127.0.0.1:\(httpFront)
+          default_backend aasa_http
+        backend aasa_http
+          server aasa 127.0.0.1:\(ports.http) send-proxy
+        """
+        let haproxy = Process()
+        haproxy.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
+        haproxy.arguments = ["-db", "-f", try dir.write("haproxy.cfg", config + "\n")]
+        haproxy.standardOutput = FileHandle.nullDevice
+        haproxy.standardError = FileHandle.nullDevice
+        try haproxy.run()
+        defer {
+            kill(haproxy.processIdentifier, SIGTERM)
+            haproxy.waitUntilExit()
+        }
+        let server = try startServer(pebble, ports: ports, sites: ["one.acme.test"], challenge: challenge, extra: ["--proxy-protocol"])
+        #expect(waitForCertificates(server, ["one.acme.test"]), "\(server.log)")
+        let r = try verify("one.acme.test", port: tlsFront, root: try pebble.issuingRoot())
+        #expect(r.stdout.contains("Verify return code: 0 (ok)"), "\(r.stdout.suffix(400))")
+        // Connections without a PROXY header are still refused.
+        let direct = try RawHTTP.exchange(port: server.http, "GET /.well-known/acme-challenge/x HTTP/1.1\r\nHost: one.acme.test\r\n\r\n")
+        #expect(direct.isEmpty)
+    }
+
     @Test func usageErrorsOfACMEExitTwoWithAClearMessage() throws {
         let config = AASABinary.packageRoot.appendingPathComponent("config").path
         let noCerts = try AASABinary.run(["serve", "--config", config, "--http", "127.0.0.1:0", "--acme"])

@@ -79,10 +79,11 @@ final class ACMEScheduler: @unchecked Sendable {
         status.keep(only: Set(hosts + snapshot.sites.filter(\.name.isWildcard).map(\.name.description)))
         let now = wallClockSeconds()
         return hosts.filter { host in
-            let covering = snapshot.certificates.certificates.filter { $0.covers(host) }
+            // The certificate a handshake for the host gets (exact name, then wildcard).
+            let serving = snapshot.certificates.select(serverName: host).flatMap { $0.covers(host) ? $0 : nil }
             // A certificate someone else put in --certs wins: never order over it.
-            if covering.contains(where: { !snapshot.certificates.isACME($0) }) { return false }
-            var renewAfter = covering.map { CertificateValidity(notBefore: $0.notBefore, notAfter: $0.notAfter).renewAfter }.max()
+            if let serving, !snapshot.certificates.isACME(serving) { return false }
+            var renewAfter = serving.map { CertificateValidity(notBefore: $0.notBefore, notAfter: $0.notAfter).renewAfter }
             if let mine = written[host]?.renewAfter { renewAfter = max(renewAfter ?? mine, mine) }
             guard let renewAfter else { return true }
             if now < renewAfter {
