@@ -90,7 +90,11 @@ import Glibc
 
     @Test func threeSitesGetCertificatesThroughHTTP01() throws {
         let ports = try freePorts()
-        let pebble = try Pebble(.init(httpPort: ports.http, tlsPort: ports.https))
+        // A third of good nonces refused: every order goes through badNonce retries (the
+        // chance that eleven in a row fail is about 2 in a million).
+        var options = Pebble.Options(httpPort: ports.http, tlsPort: ports.https)
+        options.nonceRejectPercent = 30
+        let pebble = try Pebble(options)
         let server = try startServer(pebble, ports: ports, challenge: "http-01")
         #expect(waitForCertificates(server, ACMETests.hosts), "\(server.log)")
         try checkServed(server, hosts: ACMETests.hosts, root: try pebble.issuingRoot())
@@ -102,6 +106,8 @@ import Glibc
         #expect(RawHTTP.status(unknown) == 404)
         let status = try server.status()
         #expect((status["acme"] as? [String: Any])?["challenge"] as? String == "http-01")
+        #expect(server.log.contains("(badNonce); retrying at once"))
+        #expect(try metric(server, "failed") == 0, "badNonce never fails an order")
     }
 
     @Test func aSiteAddedWhileRunningGetsACertificateWithoutARestart() throws {

@@ -39,6 +39,8 @@ final class Pebble {
         var externalAccountBinding: (kid: String, key: String)?
         /// Fixed, to bring a CA back on the address a server already uses; 0 picks one.
         var listenPort = 0
+        /// Percentage of good nonces refused with badNonce (pebble's default is 5).
+        var nonceRejectPercent: Int?
     }
 
     let options: Options
@@ -82,7 +84,8 @@ final class Pebble {
         // No random validation sleeps; the default 5 % of good nonces rejected stays on, so
         // every run goes through badNonce retries.
         try start("/usr/bin/pebble", ["-config", configPath.path, "-dnsserver", "127.0.0.1:\(dnsPort)"],
-                  environment: ["PEBBLE_VA_NOSLEEP": "1"], ready: "ACME directory available")
+                  environment: ["PEBBLE_VA_NOSLEEP": "1"].merging(options.nonceRejectPercent.map { ["PEBBLE_WFE_NONCEREJECT": "\($0)"] } ?? [:]) { $1 },
+                  ready: "ACME directory available")
     }
 
     private func start(_ executable: String, _ arguments: [String], environment: [String: String], ready: String) throws {

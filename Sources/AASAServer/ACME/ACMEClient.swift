@@ -25,6 +25,7 @@ final class ACMEClient {
     let directoryURL: String
     let key: P256Key
     private let http: HTTPSClient
+    private let log: Log
     private var directory: Directory?
     private var nonce: String?
     /// The account URL, the `kid` of every request after newAccount.
@@ -34,7 +35,8 @@ final class ACMEClient {
     /// refusing nonces is broken, so the retries are bounded.
     static let badNonceRetries = 10
 
-    init(directoryURL: String, key: P256Key, http: HTTPSClient, accountURL: String? = nil) {
+    init(directoryURL: String, key: P256Key, http: HTTPSClient, accountURL: String? = nil, log: Log) {
+        self.log = log
         self.directoryURL = directoryURL
         self.key = key
         self.http = http
@@ -84,7 +86,11 @@ final class ACMEClient {
                 return try exchange(HTTPClientRequest(method: "POST", url: try url(target), headers: headers, body: body), step: step)
             } catch {
                 attempt += 1
-                if error.problem?.type == ACMEProblem.badNonce, attempt <= ACMEClient.badNonceRetries { continue }
+                if error.problem?.type == ACMEProblem.badNonce, attempt <= ACMEClient.badNonceRetries {
+                    // The error response carried a fresh nonce; the request goes again with it.
+                    log.info("acme: \(step): the CA refused the nonce (badNonce); retrying at once")
+                    continue
+                }
                 throw error
             }
         }

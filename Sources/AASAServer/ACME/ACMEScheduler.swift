@@ -160,7 +160,7 @@ final class ACMEScheduler: @unchecked Sendable {
         }
         let key = try storage.accountKey(log: log)
         let saved = storage.accountURL(directory: configuration.directory)
-        let client = ACMEClient(directoryURL: configuration.directory, key: key, http: http, accountURL: saved)
+        let client = ACMEClient(directoryURL: configuration.directory, key: key, http: http, accountURL: saved, log: log)
         if saved == nil {
             let binding = configuration.externalAccountKeyID.flatMap { kid in
                 configuration.externalAccountMACKey.map { ACMEClient.ExternalAccountBinding(keyID: kid, macKey: $0) }
