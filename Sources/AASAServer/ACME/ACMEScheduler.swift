@@ -37,8 +37,10 @@ final class ACMEScheduler: @unchecked Sendable {
         self.log = log
     }
 
+    /// Never joined: at shutdown it notices the drain within a second, and the process may
+    /// exit before an order in flight ends (the next start picks it up again).
     func start() {
-        _ = startThread { [self] in run() }
+        pthread_detach(startThread { [self] in run() })
     }
 
     private func run() {

@@ -59,9 +59,29 @@ struct ACMEStorage {
     /// Writes an issued certificate: the marker, then the key (0600), then the chain, each
     /// through a temporary file and a rename. The chain comes last so that the loader, which
     /// reloads after a change settles, finds the new key by the time it sees the new chain.
+    /// A first certificate is assembled in a hidden folder (the loader skips names starting with
+    /// `.`) renamed to `HOST` once complete: the reload that the new folder triggers must not
+    /// run before its watch on the folder exists and miss the files.
     func saveCertificate(host: String, _ issued: Issuance.Issued) throws(ACMEError) {
         let folder = certsDirectory + "/" + host
-        try makeDirectory(folder, mode: 0o755)
+        try writeMarker(host: host, issued)
+        if !DirectoryListing.isDirectory(folder) {
+            let staging = certsDirectory + "/.\(host).new-\(getpid())"
+            try makeDirectory(staging, mode: 0o755)
+            try write(issued.privateKeyPEM, to: staging + "/privkey.pem", mode: 0o600)
+            try write(issued.chainPEM, to: staging + "/fullchain.pem", mode: 0o644)
+            if rename(staging, folder) == 0 { return }
+            // Another replica made the folder meanwhile: write into it like a renewal.
+            unlink(staging + "/privkey.pem")
+            unlink(staging + "/fullchain.pem")
+            rmdir(staging)
+            try makeDirectory(folder, mode: 0o755)
+        }
+        try write(issued.privateKeyPEM, to: folder + "/privkey.pem", mode: 0o600)
+        try write(issued.chainPEM, to: folder + "/fullchain.pem", mode: 0o644)
+    }
+
+    private func writeMarker(host: String, _ issued: Issuance.Issued) throws(ACMEError) {
         var w = JSONWriter()
         w.beginObject()
         w.key("certificate"); w.value(issued.certificateURL)
@@ -69,8 +89,6 @@ struct ACMEStorage {
         w.key("issued"); w.value(HTTPDate.iso8601(milliseconds: wallClockMilliseconds()))
         w.endObject()
         try write(Array((w.output + "\n").utf8), to: ACMEStorage.markerPath(certsDirectory: certsDirectory, name: host), mode: 0o644)
-        try write(issued.privateKeyPEM, to: folder + "/privkey.pem", mode: 0o600)
-        try write(issued.chainPEM, to: folder + "/fullchain.pem", mode: 0o644)
     }
 
     /// The validity of the ACME certificate on disk for `host` (the leaf of `HOST/fullchain.pem`

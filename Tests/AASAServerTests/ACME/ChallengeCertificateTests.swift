@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AASAServer
 
-@Suite struct ChallengeCertificateTests {
+@Suite struct ACMEChallengeCertificateTests {
     @Test func theChallengeCertificateNamesTheHostAndCarriesTheCriticalACMEIdentifier() throws {
         let dir = try OpenSSLTool.temporaryDirectory()
         let keyAuthorization = "token123.thumbprint456"

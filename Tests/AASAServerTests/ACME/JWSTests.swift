@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AASAServer
 
-@Suite struct JWSTests {
+@Suite struct ACMEJWSTests {
     @Test func base64URLHasNoPaddingAndTheURLAlphabet() {
         #expect(Base64URL.encode("f") == "Zg")
         #expect(Base64URL.encode("foobar") == "Zm9vYmFy")
