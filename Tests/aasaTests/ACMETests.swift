@@ -287,6 +287,66 @@ import Glibc
         #expect(direct.isEmpty)
     }
 
+    /// Two replicas sharing one `--certs` behind a round-robin TCP balancer: the CA's
+    /// validations land on both, the replica that did not order answers from the shared
+    /// challenge files, and `acme/lock` lets only one order each host.
+    @Test(arguments: ["tls-alpn-01", "http-01"])
+    func replicasSharingTheCertsVolumeOrderEachHostOnceAndAnswerEachOthersChallenges(challenge: String) throws {
+        let replicaPorts = [try freePorts(), try freePorts()]
+        let tlsFront = try freePort()
+        let httpFront = try freePort()
+        let pebble = try Pebble(.init(httpPort: httpFront, tlsPort: tlsFront))
+        let dir = try TemporaryDirectory()
+        let config = """
+        defaults
+          mode tcp
+          balance roundrobin
+          timeout connect 2s
+          timeout client 10s
+          timeout server 10s
+        frontend tls
+          bind 127.0.0.1:\(tlsFront)
+          default_backend aasa_tls
+        backend aasa_tls
+          server a 127.0.0.1:\(replicaPorts[0].https)
+          server b 127.0.0.1:\(replicaPorts[1].https)
+        frontend http
+          bind 127.0.0.1:\(httpFront)
+          default_backend aasa_http
+        backend aasa_http
+          server a 127.0.0.1:\(replicaPorts[0].http)
+          server b 127.0.0.1:\(replicaPorts[1].http)
+        """
+        let haproxy = Process()
+        haproxy.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
+        haproxy.arguments = ["-db", "-f", try dir.write("haproxy.cfg", config + "\n")]
+        haproxy.standardOutput = FileHandle.nullDevice
+        haproxy.standardError = FileHandle.nullDevice
+        try haproxy.run()
+        defer {
+            kill(haproxy.processIdentifier, SIGTERM)
+            haproxy.waitUntilExit()
+        }
+        let a = try startServer(pebble, ports: replicaPorts[0], challenge: challenge)
+        let b = try startServer(pebble, ports: replicaPorts[1], challenge: challenge, reuse: a.directory)
+        #expect(waitForCertificates(a, ACMETests.hosts), "\(a.log)\n\(b.log)")
+        #expect(waitForCertificates(b, ACMETests.hosts), "\(b.log)")
+        usleep(1_000_000)
+        let issued = try (metric(a, "issued") ?? 0) + (metric(b, "issued") ?? 0)
+        #expect(issued == ACMETests.hosts.count, "each host ordered once: \(a.log)\n\(b.log)")
+        #expect(try metric(a, "failed") == 0 && metric(b, "failed") == 0, "\(a.log)\n\(b.log)")
+        let root = try pebble.issuingRoot()
+        for host in ACMETests.hosts {
+            #expect(try verify(host, port: tlsFront, root: root).stdout.contains("Verify return code: 0 (ok)"))
+        }
+        if challenge == "http-01" {
+            // Both replicas answered the CA's fetches.
+            #expect(a.accessLog.contains("/.well-known/acme-challenge/") && b.accessLog.contains("/.well-known/acme-challenge/"))
+            #expect(!a.accessLog.contains("\" 404 "), "\(a.accessLog)")
+            #expect(!b.accessLog.contains("\" 404 "), "\(b.accessLog)")
+        }
+    }
+
     @Test func usageErrorsOfACMEExitTwoWithAClearMessage() throws {
         let config = AASABinary.packageRoot.appendingPathComponent("config").path
         let noCerts = try AASABinary.run(["serve", "--config", config, "--http", "127.0.0.1:0", "--acme"])

@@ -28,6 +28,8 @@ final class ACMEScheduler: @unchecked Sendable {
     /// Validity of certificates written by this process, until the snapshot shows them.
     private var written: [String: CertificateValidity] = [:]
     private var reportedWildcards: Set<String> = []
+    /// Challenges other replicas published (`TYPE/NAME` → key authorization), answered here too.
+    private var foreign: [String: String] = [:]
 
     init(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
         self.configuration = configuration
@@ -52,15 +54,40 @@ final class ACMEScheduler: @unchecked Sendable {
         }
         log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory)")
         while !state.draining.load(ordering: .relaxed) {
+            syncSharedChallenges()
             let snapshot = state.snapshots.load().0
             let now = monotonicMilliseconds()
             if let host = dueHosts(snapshot).first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now }) {
                 attempt(host)
             } else {
-                // Sites and certificates are re-read each second (a new site gets its order
-                // within a second of the reload that found it).
-                usleep(1_000_000)
+                // Sites, certificates and shared challenges are looked at five times a second:
+                // a new site gets its order right after the reload that found it.
+                usleep(200_000)
             }
+        }
+    }
+
+    /// Answers the challenges another replica published in the shared `--certs`, and stops
+    /// answering those it withdrew. Our own are never in `foreign`: they are published and
+    /// withdrawn while this thread is inside ``attempt(_:)``.
+    private func syncSharedChallenges() {
+        let shared = storage.sharedChallenges()
+        for (key, keyAuthorization) in shared where foreign[key] != keyAuthorization {
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let type = ChallengeType(rawValue: parts[0]) else { continue }
+            switch type {
+            case .http01:
+                PendingChallenges.shared.addToken(parts[1], keyAuthorization: keyAuthorization)
+            case .tlsALPN01:
+                guard let certificate = try? ChallengeCertificate(host: parts[1], keyAuthorization: keyAuthorization) else { continue }
+                PendingChallenges.shared.addCertificate(certificate)
+            }
+            foreign[key] = keyAuthorization
+        }
+        for key in foreign.keys where shared[key] == nil {
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            if parts[0] == ChallengeType.http01.rawValue { PendingChallenges.shared.removeToken(parts[1]) } else { PendingChallenges.shared.removeCertificate(host: parts[1]) }
+            foreign[key] = nil
         }
     }
 
@@ -121,7 +148,7 @@ final class ACMEScheduler: @unchecked Sendable {
         do throws(ACMEError) {
             let client = try ensureClient()
             log.info("acme: \(host): ordering a certificate")
-            let issued = try Issuance(client: client, challengeType: configuration.challenge, challenges: .shared, log: log).run(host: host)
+            let issued = try Issuance(client: client, challengeType: configuration.challenge, challenges: .shared, storage: storage, log: log).run(host: host)
             try storage.saveCertificate(host: host, issued)
             guard let validity = CertificateValidity(pem: issued.chainPEM, host: host) else {
                 throw ACMEError(.protocolViolation, "the issued certificate does not name \(host)")

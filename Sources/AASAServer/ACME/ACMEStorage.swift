@@ -25,6 +25,46 @@ struct ACMEStorage {
     func prepare() throws(ACMEError) {
         try makeDirectory(acmeDirectory, mode: 0o700)
         try makeDirectory(acmeDirectory + "/certificates", mode: 0o755)
+        try makeDirectory(challengesDirectory, mode: 0o755)
+        for type in ChallengeType.allCases { try makeDirectory(challengesDirectory + "/" + type.rawValue, mode: 0o755) }
+    }
+
+    // MARK: - Challenges shared with replicas
+
+    /// `acme/challenges/TYPE/NAME` holds a pending challenge's key authorization (NAME is the
+    /// token for HTTP-01, the host for TLS-ALPN-01). Behind a balancer the CA's validation
+    /// may reach any replica; the others answer from these files.
+    var challengesDirectory: String { acmeDirectory + "/challenges" }
+
+    /// Tokens come from the CA: only base64url characters make a file name (RFC 8555 §8.1).
+    static func isSafeName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 255 && name.first != "." && name.utf8.allSatisfy {
+            ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E
+        }
+    }
+
+    func publishChallenge(_ type: ChallengeType, name: String, keyAuthorization: String) throws(ACMEError) {
+        guard ACMEStorage.isSafeName(name) else { throw ACMEError(.protocolViolation, "unusable challenge name \(name)") }
+        try write(Array(keyAuthorization.utf8), to: challengesDirectory + "/\(type.rawValue)/\(name)", mode: 0o644)
+    }
+
+    func withdrawChallenge(_ type: ChallengeType, name: String) {
+        guard ACMEStorage.isSafeName(name) else { return }
+        unlink(challengesDirectory + "/\(type.rawValue)/\(name)")
+    }
+
+    /// Every published challenge, as `TYPE/NAME` → key authorization.
+    func sharedChallenges() -> [String: String] {
+        var out: [String: String] = [:]
+        for type in ChallengeType.allCases {
+            let dir = challengesDirectory + "/" + type.rawValue
+            for name in (try? DirectoryListing.names(in: dir)) ?? [] where ACMEStorage.isSafeName(name) {
+                if let bytes = ACMEStorage.read(dir + "/" + name), !bytes.isEmpty {
+                    out[type.rawValue + "/" + name] = String(decoding: bytes, as: UTF8.self)
+                }
+            }
+        }
+        return out
     }
 
     // MARK: - Account

@@ -18,6 +18,11 @@ struct Issuance {
     let client: ACMEClient
     let challengeType: ChallengeType
     let challenges: PendingChallenges
+    /// Where the challenge is also published for replicas sharing `--certs` (nil: not shared).
+    var storage: ACMEStorage?
+    /// How long replicas get to pick a published challenge up (they look every 200 ms)
+    /// before the CA is told to validate.
+    var propagationMilliseconds: UInt32 = 1_000
     let log: Log
     /// How long one order may take, polling included.
     var timeoutSeconds: Double = 180
@@ -73,11 +78,17 @@ struct Issuance {
         case .tlsALPN01:
             challenges.addCertificate(try ChallengeCertificate(host: host, keyAuthorization: keyAuthorization))
         }
+        let sharedName = challengeType == .http01 ? challenge.token : host
         defer {
+            storage?.withdrawChallenge(challengeType, name: sharedName)
             switch challengeType {
             case .http01: challenges.removeToken(challenge.token)
             case .tlsALPN01: challenges.removeCertificate(host: host)
             }
+        }
+        if let storage {
+            try storage.publishChallenge(challengeType, name: sharedName, keyAuthorization: keyAuthorization)
+            usleep(propagationMilliseconds * 1000)
         }
         try client.respond(to: challenge)
         _ = try poll("authorization for \(host)", deadline: deadline) { () throws(ACMEError) in try client.authorization(url) } until: { a throws(ACMEError) in
