@@ -145,6 +145,27 @@ import Glibc
         try checkServed(restarted, hosts: ACMETests.hosts, root: try pebble.issuingRoot())
     }
 
+    @Test func anAccountTheCAForgotIsCreatedAgainAtOnce() throws {
+        let ports = try freePorts()
+        var pebble = try Pebble(.init(httpPort: ports.http, tlsPort: ports.https))
+        let caPort = pebble.port
+        var server: ServerProcess? = try startServer(pebble, ports: ports, sites: ["one.acme.test"], retryMS: 60_000)
+        #expect(waitForCertificates(server!, ["one.acme.test"]), "\(server!.log)")
+        let directory = server!.directory
+        #expect(server!.stop() == 0)
+        server = nil
+        // A new CA on the same address knows nothing of the saved account.
+        pebble.stop()
+        pebble = try Pebble(.init(httpPort: ports.http, tlsPort: ports.https, listenPort: caPort))
+        try directory.write("config/two.acme.test/apple-app-site-association", exampleCom)
+        let restarted = try startServer(pebble, ports: ports, reuse: directory)
+        // The one-minute back-off does not apply: the account is made again and the order retried.
+        #expect(waitForCertificates(restarted, ["two.acme.test"], timeout: 20), "\(restarted.log)")
+        #expect(restarted.log.contains("accountDoesNotExist"))
+        #expect(try metric(restarted, "failed") == 1)
+        #expect(try metric(restarted, "issued") == 1)
+    }
+
     @Test func renewalReplacesACertificateWhileAClientKeepsBeingServed() throws {
         let ports = try freePorts()
         // 30 s certificates: renewed once 20 s have passed (a third of the lifetime left).

@@ -28,6 +28,8 @@ final class ACMEScheduler: @unchecked Sendable {
     /// Validity of certificates written by this process, until the snapshot shows them.
     private var written: [String: CertificateValidity] = [:]
     private var reportedWildcards: Set<String> = []
+    /// Set when a forgotten account was replaced; a second such failure in a row backs off.
+    private var recreatedAccount = false
     /// Challenges other replicas published (`TYPE/NAME` → key authorization), answered here too.
     private var foreign: [String: String] = [:]
 
@@ -155,6 +157,7 @@ final class ACMEScheduler: @unchecked Sendable {
             }
             written[host] = validity
             backoff[host] = nil
+            recreatedAccount = false
             state.metrics.acmeOrdersIssued.add(1, ordering: .relaxed)
             status.set(host, .issued, nextAttempt: validity.renewAfter)
             log.info("acme: \(host): certificate issued, valid until \(HTTPDate.format(validity.notAfter)); renewal after \(HTTPDate.format(validity.renewAfter))")
@@ -166,15 +169,22 @@ final class ACMEScheduler: @unchecked Sendable {
     private func fail(_ host: String, _ error: ACMEError) {
         state.metrics.acmeOrdersFailed.add(1, ordering: .relaxed)
         let failures = (backoff[host]?.failures ?? 0) + 1
+        if case .problem(let p) = error.kind, p.type == "urn:ietf:params:acme:error:accountDoesNotExist", !recreatedAccount {
+            recreatedAccount = true
+            // The saved account is gone (deactivated, a reset test CA): make a new one with the
+            // same key and try again at once; the failure still counts toward the back-off.
+            client = nil
+            unlink(storage.accountPath)
+            backoff[host] = Backoff(failures: failures, nextAttempt: monotonicMilliseconds())
+            status.set(host, .failed, error: error.description, nextAttempt: wallClockSeconds())
+            log.error("acme: \(host): order failed: \(error); creating a new account and retrying at once")
+            return
+        }
         let delay = configuration.retryDelay(failures: failures, retryAfterSeconds: error.retryAfter)
         backoff[host] = Backoff(failures: failures, nextAttempt: monotonicMilliseconds() + delay)
         status.set(host, .failed, error: error.description, nextAttempt: wallClockSeconds() + Int((delay + 999) / 1000))
         log.error("acme: \(host): order failed: \(error); retrying in \(ACMEScheduler.duration(delay))")
-        if case .problem(let p) = error.kind, p.type == "urn:ietf:params:acme:error:accountDoesNotExist" {
-            // The saved account is gone (another directory, a reset test CA): make a new one.
-            client = nil
-            unlink(storage.accountPath)
-        }
+        // The next attempt starts from the directory again (the CA may have moved or restarted).
         if case .transport = error.kind { client = nil }
     }
 
