@@ -62,6 +62,11 @@ final class ServerProcess {
         var admin = 0
     }
 
+    /// - Parameters:
+    ///   - certificates: copy the test CA's key pairs into `certs/` (false: an empty `certs/`, as
+    ///     a first start with `--acme` has).
+    ///   - environment: variables set on top of the test runner's.
+    ///   - reuse: the config and certs of an earlier instance, as they are (a restart).
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
          extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false,
          certificates: Bool = true, environment: [String: String] = [:], reuse: TemporaryDirectory? = nil) throws {
