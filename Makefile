@@ -16,7 +16,7 @@ FUZZ_TIME  ?= 30
 # System packages, installed with apt when missing: what the build needs, and what the tests
 # talk to the server with (curl, openssl, haproxy, a headless browser).
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
-TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium
+TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium pebble
 
 .PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps test-deps clean lint-deploy container-check
 

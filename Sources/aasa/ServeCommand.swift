@@ -12,7 +12,10 @@ struct ServeCommand: ParsableCommand {
         Every option also reads an environment variable: AASA_CONFIG, AASA_CERTS, AASA_HTTPS and \
         AASA_HTTP (comma-separated lists), AASA_ADMIN, AASA_DEFAULT_CERT, AASA_DEV, AASA_WORKERS, \
         AASA_PROXY_PROTOCOL, AASA_MAX_CONNECTIONS, AASA_LOG_FORMAT, AASA_CACHE_MAX_AGE, \
-        AASA_SHUTDOWN_GRACE. A flag on the command line wins over the variable.
+        AASA_SHUTDOWN_GRACE, AASA_ACME, AASA_ACME_EMAIL, AASA_ACME_DIRECTORY, AASA_ACME_CA_ROOT, \
+        AASA_ACME_CHALLENGE, AASA_ACME_EAB_KID, AASA_ACME_EAB_HMAC_KEY. A flag on the command line \
+        wins over the variable. AASA_ACME_RETRY_BASE_MS (a test knob) sets the first retry delay \
+        after a failed ACME order (default 60000).
         """
     )
 
@@ -61,6 +64,27 @@ struct ServeCommand: ParsableCommand {
 
     @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default 10).")
     var shutdownGrace: Int?
+
+    @Flag(help: "Obtain and renew certificates with ACME (RFC 8555) for sites no certificate covers; needs --certs.")
+    var acme = false
+
+    @Option(name: .customLong("acme-email"), help: "Contact e-mail of the ACME account.")
+    var acmeEmail: String?
+
+    @Option(name: .customLong("acme-directory"), help: "ACME directory URL (default Let's Encrypt production).")
+    var acmeDirectory: String?
+
+    @Option(name: .customLong("acme-ca-root"), help: "PEM file of the CA to trust for the ACME directory's HTTPS.")
+    var acmeCARoot: String?
+
+    @Option(name: .customLong("acme-challenge"), help: "tls-alpn-01 (default, on --https) or http-01 (on --http).")
+    var acmeChallenge: String?
+
+    @Option(name: .customLong("acme-eab-kid"), help: "External account binding key identifier.")
+    var acmeEABKid: String?
+
+    @Option(name: .customLong("acme-eab-hmac-key"), help: "External account binding MAC key, base64url.")
+    var acmeEABHMACKey: String?
 
     /// `--admin` values that mean "no admin listener" (also understood by `aasa health`).
     static let adminOff: Set<String> = ["off", "none", ""]
@@ -112,9 +136,39 @@ struct ServeCommand: ParsableCommand {
         default: throw ValidationError("--http2 must be on or off, got \(http2Text)")
         }
         c.dev = dev
+        if acme || env.flag("AASA_ACME") { c.acme = try acmeConfiguration(c, env) }
 
         let status = Server(configuration: c).run()
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// SPEC 3.10; every inconsistency is a usage error.
+    private func acmeConfiguration(_ c: ServerConfiguration, _ env: Environment) throws -> ACMEConfiguration {
+        guard c.certsDirectory != nil else { throw ValidationError("--acme needs --certs DIR: certificates and the account are kept there") }
+        var a = ACMEConfiguration()
+        a.email = acmeEmail ?? env["AASA_ACME_EMAIL"]
+        a.directory = acmeDirectory ?? env["AASA_ACME_DIRECTORY"] ?? ACMEConfiguration.letsEncrypt
+        guard a.directory.lowercased().hasPrefix("https://") else { throw ValidationError("--acme-directory must be an https:// URL") }
+        a.caRoot = acmeCARoot ?? env["AASA_ACME_CA_ROOT"]
+        if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("--acme-ca-root: cannot read \(root)") }
+        let challenge = acmeChallenge ?? env["AASA_ACME_CHALLENGE"] ?? ChallengeType.tlsALPN01.rawValue
+        guard let type = ChallengeType(rawValue: challenge) else { throw ValidationError("--acme-challenge must be tls-alpn-01 or http-01") }
+        if type == .http01, c.http.isEmpty { throw ValidationError("--acme-challenge http-01 needs an --http listener (on port 80 of every site's address)") }
+        if type == .tlsALPN01, c.https.isEmpty { throw ValidationError("--acme-challenge tls-alpn-01 needs an --https listener") }
+        a.challenge = type
+        let kid = acmeEABKid ?? env["AASA_ACME_EAB_KID"]
+        let key = acmeEABHMACKey ?? env["AASA_ACME_EAB_HMAC_KEY"]
+        switch (kid, key) {
+        case (nil, nil): break
+        case (let kid?, let key?):
+            guard let mac = ACMEConfiguration.decodeMACKey(key) else { throw ValidationError("--acme-eab-hmac-key must be base64url") }
+            a.externalAccountKeyID = kid
+            a.externalAccountMACKey = mac
+        default:
+            throw ValidationError("external account binding needs both --acme-eab-kid and --acme-eab-hmac-key")
+        }
+        if let base = env.int("AASA_ACME_RETRY_BASE_MS"), base > 0 { a.retryBaseMilliseconds = Int64(base) }
+        return a
     }
 
     private func addresses(_ list: [String], _ flag: String) throws -> [SocketAddress] {

@@ -62,22 +62,29 @@ final class ServerProcess {
         var admin = 0
     }
 
-    /// `readsAccessLog: false` leaves the server's stdout a pipe that nobody reads. `launcher`
-    /// runs the binary through another command (`unshare`, a shell that sets a limit first):
-    /// the binary's path and arguments are appended to it.
+    /// - Parameters:
+    ///   - readsAccessLog: false leaves the server's stdout a pipe that nobody reads.
+    ///   - launcher: runs the binary through another command (`unshare`, a shell that sets a
+    ///     limit first): the binary's path and arguments are appended to it.
+    ///   - prepare: called with the config directory before the server starts.
+    ///   - certificates: copy the test CA's key pairs into `certs/` (false: an empty `certs/`, as
+    ///     a first start with `--acme` has).
+    ///   - environment: variables set on top of the test runner's.
+    ///   - reuse: the config and certs of an earlier instance, as they are (a restart).
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
          extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false,
-         readsAccessLog: Bool = true, launcher: [String] = [], prepare: (URL) throws -> Void = { _ in }) throws {
-        directory = try TemporaryDirectory()
+         readsAccessLog: Bool = true, launcher: [String] = [], prepare: (URL) throws -> Void = { _ in },
+         certificates: Bool = true, environment: [String: String] = [:], reuse: TemporaryDirectory? = nil) throws {
+        directory = try reuse ?? TemporaryDirectory()
         config = directory.url.appendingPathComponent("config")
         certs = directory.url.appendingPathComponent("certs")
         try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
-        for (host, body) in sites {
+        for (host, body) in sites where reuse == nil {
             try directory.write("config/\(host)/apple-app-site-association", body)
         }
         let fm = FileManager.default
         try fm.createDirectory(at: certs, withIntermediateDirectories: true)
-        if !dev {
+        if !dev, certificates, reuse == nil {
             let source = TestCertificates.directory
             for file in ["sites.crt", "sites.key"] {
                 try fm.copyItem(at: source.appendingPathComponent(file), to: certs.appendingPathComponent(file))
@@ -96,6 +103,9 @@ final class ServerProcess {
         } else {
             process.executableURL = AASABinary.url
             process.arguments = arguments
+        }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         let err = Pipe()
         let out = Pipe()

@@ -22,7 +22,7 @@ enum AdminResponder {
         case "/metrics":
             return .message(.ok, metrics(state), request: request, site: "", contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/status":
-            return .message(.ok, status(state.snapshots.load().0) + "\n", request: request, site: "",
+            return .message(.ok, status(state.snapshots.load().0, acme: state.acme) + "\n", request: request, site: "",
                             contentType: "application/json", extraFields: noStore)
         default:
             return .message(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, site: "")
@@ -51,7 +51,7 @@ enum AdminResponder {
         }
     }
 
-    static func status(_ snapshot: SiteSnapshot) -> String {
+    static func status(_ snapshot: SiteSnapshot, acme: ACMEStatus? = nil) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("sites")
@@ -96,10 +96,20 @@ enum AdminResponder {
             w.endArray()
             w.key("notAfter"); w.value(HTTPDate.iso8601(milliseconds: Int64(cert.notAfter) * 1000))
             w.key("default"); w.value(cert === snapshot.certificates.defaultCertificate)
+            let isACME = snapshot.certificates.isACME(cert)
+            w.key("source"); w.value(isACME ? "acme" : "file")
+            if isACME {
+                let renewAfter = CertificateValidity(notBefore: cert.notBefore, notAfter: cert.notAfter).renewAfter
+                w.key("renewAfter"); w.value(HTTPDate.iso8601(milliseconds: Int64(renewAfter) * 1000))
+            }
             w.endObject()
         }
         w.endArray()
         w.key("logLinesDropped"); w.value(LogStream.droppedLines)
+        if let acme {
+            w.key("acme")
+            acme.write(to: &w)
+        }
         w.endObject()
         return w.output
     }
@@ -149,6 +159,11 @@ enum AdminResponder {
         family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds.")
         for cert in state.snapshots.load().0.certificates.certificates {
             out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"
+        }
+        if state.acme != nil {
+            family("aasa_acme_orders_total", "counter", "ACME orders by result.")
+            out += "aasa_acme_orders_total{result=\"issued\"} \(m.acmeOrdersIssued.load(ordering: .relaxed))\n"
+            out += "aasa_acme_orders_total{result=\"failed\"} \(m.acmeOrdersFailed.load(ordering: .relaxed))\n"
         }
         return out
     }

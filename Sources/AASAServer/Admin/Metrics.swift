@@ -8,6 +8,9 @@ public final class Metrics: Sendable {
     let tlsHandshakeErrors = Atomic<Int>(0)
     let reloads = Atomic<Int>(0)
     let reloadErrors = Locked<[String: Int]>([:])
+    /// ACME orders by outcome (SPEC 3.10).
+    let acmeOrdersIssued = Atomic<Int>(0)
+    let acmeOrdersFailed = Atomic<Int>(0)
 
     init() {}
 

@@ -20,6 +20,8 @@ final class ServerState: Sendable {
     let shutdownGraceMilliseconds: Int64
     /// `--dev`: the dashboard, the fetch log and the development certificates.
     let dev: DevelopmentMode?
+    /// `--acme`: what the ACME thread is doing, for `/status`.
+    let acme: ACMEStatus?
 
     /// Counts a new connection from `client` unless it already holds `limit`.
     func admit(_ client: String, limit: Int) -> Bool {
@@ -38,8 +40,10 @@ final class ServerState: Sendable {
         }
     }
 
-    init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil) {
+    init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil,
+         acme: ACMEStatus? = nil) {
         self.dev = dev
+        self.acme = acme
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         snapshots = SnapshotStore(snapshot)
         loopCounters = (0..<loops).map { _ in LoopCounters() }

@@ -226,7 +226,9 @@ final class Connection: RequestDispatch {
     private func handshake() -> Bool {
         if stage == .awaitingClientHello {
             let certificates = loop.snapshot.certificates
-            guard let certificate = certificates.defaultCertificate, let tls = try? TLSStream(serverContext: certificate.context, fd: fd) else {
+            // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
+            let context = certificates.defaultCertificate?.context ?? (loop.state.acme != nil ? PendingChallenges.shared.bootstrapContext.context : nil)
+            guard let context, let tls = try? TLSStream(serverContext: context, fd: fd) else {
                 loop.missingCertificate()
                 return false
             }
@@ -241,6 +243,11 @@ final class Connection: RequestDispatch {
         switch tls.handshake() {
         case .done:
             loop.state.metrics.tlsHandshakes.add(1, ordering: .relaxed)
+            // A TLS-ALPN-01 validation ends with the handshake (RFC 8737 §3).
+            if tls.negotiatedProtocol == PendingChallenges.alpnProtocol {
+                tls.shutdown()
+                return false
+            }
             facts.certificate = handshakeStore?.select(serverName: tls.serverName)
             _ = SSL_set_ex_data(tls.ssl, 0, nil)
             handshakeStore = nil

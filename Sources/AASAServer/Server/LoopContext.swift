@@ -59,6 +59,10 @@ final class LoopContext {
             let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!)
             counters.count(site: response.siteLabel, status: response.status)
             return response
+        case .http where state.acme != nil && ACMEChallengeHandler.handles(request):
+            let response = ACMEChallengeHandler.respond(to: request, challenges: .shared)
+            record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
+            return response
         case .http, .https:
             let response = AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache,
                                                          dev: state.dev != nil)

@@ -27,6 +27,8 @@ public struct ServerConfiguration: Sendable {
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false
+    /// `--acme`: certificates obtained and renewed in `certsDirectory` (SPEC 3.10).
+    public var acme: ACMEConfiguration?
 
     public init() {}
 }
@@ -83,7 +85,8 @@ public final class Server {
         let snapshot = builder.build(previous: nil)
         let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
                                 maxConnections: configuration.maxConnections,
-                                shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev)
+                                shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
+                                acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) })
         let serving = snapshot.sites.filter { $0.served != nil }.count
         log.info("loaded \(snapshot.sites.count) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 
@@ -132,6 +135,10 @@ public final class Server {
                                                        https: listeners.filter { $0.kind == .https }.map(\.address)))
         }
         log.info("ready: \(loops.count) workers, max \(configuration.maxConnections) connections")
+        // Orders start once the listeners answer, since the CA validates through them.
+        if let acme = configuration.acme, let certs = configuration.certsDirectory, let status = state.acme {
+            ACMEScheduler(configuration: acme, certsDirectory: certs, state: state, status: status, log: log).start()
+        }
 
         control.run()
 

@@ -9,8 +9,12 @@ public final class CertificateStore: @unchecked Sendable {
     public let defaultCertificate: TLSCertificate?
     private let exact: [String: TLSCertificate]
     private let wildcard: [String: TLSCertificate]
+    /// Names of the certificates ACME issued (SPEC 3.10): `/status` says `"source":"acme"`,
+    /// and only these are renewed.
+    public let acmeNames: Set<String>
 
-    public init(certificates: [TLSCertificate], defaultName: String?) {
+    public init(certificates: [TLSCertificate], defaultName: String?, acmeNames: Set<String> = []) {
+        self.acmeNames = acmeNames
         let sorted = certificates.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         self.certificates = sorted
         self.defaultCertificate = sorted.first { $0.name == defaultName } ?? sorted.first
@@ -45,6 +49,10 @@ public final class CertificateStore: @unchecked Sendable {
     /// Whether any certificate covers `host`.
     public func covers(_ host: String) -> Bool {
         certificates.contains { $0.covers(host) }
+    }
+
+    public func isACME(_ certificate: TLSCertificate) -> Bool {
+        acmeNames.contains(certificate.name)
     }
 
     /// A key pair found in the certs directory, before loading.
@@ -92,6 +100,7 @@ public final class CertificateStore: @unchecked Sendable {
             return nil
         }
         var certificates: [TLSCertificate] = []
+        var acmeNames: Set<String> = []
         for candidate in found {
             var st = stat()
             if stat(candidate.key, &st) == 0, st.st_mode & 0o077 != 0 {
@@ -102,8 +111,13 @@ public final class CertificateStore: @unchecked Sendable {
             } catch {
                 report("certificate \(candidate.name): \(error)")
             }
+            // ACME writes the certbot layout and records each folder it issued (ACMEStorage).
+            if candidate.certificate == directory + "/" + candidate.name + "/fullchain.pem",
+               DirectoryListing.isFile(ACMEStorage.markerPath(certsDirectory: directory, name: candidate.name)) {
+                acmeNames.insert(candidate.name)
+            }
         }
-        return CertificateStore(certificates: certificates, defaultName: defaultName)
+        return CertificateStore(certificates: certificates, defaultName: defaultName, acmeNames: acmeNames)
     }
 }
 

@@ -18,6 +18,8 @@ public final class TLSCertificate: @unchecked Sendable {
     public let dnsNames: [String]
     /// notAfter, in seconds since 1970.
     public let notAfter: Int
+    /// notBefore, in seconds since 1970 (ACME renews after two thirds of the lifetime).
+    public let notBefore: Int
     /// Owned: freed with this object. OpenSSL counts references, so a connection whose SSL
     /// still uses the context after a reload keeps it alive.
     let context: OpaquePointer
@@ -39,6 +41,7 @@ public final class TLSCertificate: @unchecked Sendable {
             guard let cert = SSL_CTX_get0_certificate(ctx) else { throw TLSError("no certificate in \(certificatePath)") }
             self.dnsNames = X509Fields.dnsNames(cert)
             self.notAfter = X509Fields.notAfter(cert)
+            self.notBefore = X509Fields.notBefore(cert)
         } catch {
             SSL_CTX_free(ctx)
             throw error
@@ -83,6 +86,8 @@ public final class TLSCertificate: @unchecked Sendable {
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
         aasa_SSL_CTX_use_alpn(ctx, offersHTTP2 ? 1 : 0)
         _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, serverNameCallback)
+        // TLS-ALPN-01 (RFC 8737): a ClientHello for a pending ACME challenge moves to its context.
+        SSL_CTX_set_client_hello_cb(ctx, acmeClientHelloCallback, nil)
     }
 }
 

@@ -21,7 +21,16 @@ enum X509Fields {
 
     /// notAfter in seconds since 1970 (0 when unreadable).
     static func notAfter(_ cert: OpaquePointer) -> Int {
-        guard let t = X509_get0_notAfter(cert) else { return 0 }
+        seconds(X509_get0_notAfter(cert))
+    }
+
+    /// notBefore in seconds since 1970 (0 when unreadable).
+    static func notBefore(_ cert: OpaquePointer) -> Int {
+        seconds(X509_get0_notBefore(cert))
+    }
+
+    private static func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int {
+        guard let t = time else { return 0 }
         var tm = Glibc.tm()
         guard ASN1_TIME_to_tm(t, &tm) == 1 else { return 0 }
         return Int(timegm(&tm))

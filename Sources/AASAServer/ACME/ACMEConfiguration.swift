@@ -1,0 +1,40 @@
+/// `aasa serve --acme` (SPEC 3.10), each setting with its flag and variable.
+public struct ACMEConfiguration: Sendable {
+    public static let letsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
+    public static let letsEncryptStaging = "https://acme-staging-v02.api.letsencrypt.org/directory"
+
+    /// `--acme-directory`.
+    public var directory = ACMEConfiguration.letsEncrypt
+    /// `--acme-email`: the account's contact, sent as `mailto:`.
+    public var email: String?
+    /// `--acme-ca-root`: trust this CA (PEM) for the directory's HTTPS instead of the system's.
+    public var caRoot: String?
+    /// `--acme-challenge`.
+    public var challenge = ChallengeType.tlsALPN01
+    /// `--acme-eab-kid` and `--acme-eab-hmac-key` (decoded from base64url).
+    public var externalAccountKeyID: String?
+    public var externalAccountMACKey: [UInt8]?
+    /// The first retry after a failure; it doubles per failure up to ``maximumRetryMilliseconds``.
+    /// One minute; `AASA_ACME_RETRY_BASE_MS` shortens it, for tests only.
+    public var retryBaseMilliseconds: Int64 = 60_000
+    public var maximumRetryMilliseconds: Int64 = 6 * 3_600_000
+
+    public init() {}
+
+    /// The wait before attempt `failures + 1`: base · 2^(failures−1), capped, and never less
+    /// than the CA's `Retry-After`.
+    func retryDelay(failures: Int, retryAfterSeconds: Int?) -> Int64 {
+        let exponent = min(max(failures - 1, 0), 30)
+        let backoff = min(retryBaseMilliseconds.multipliedReportingOverflow(by: Int64(1) << exponent).partialValue, maximumRetryMilliseconds)
+        return max(backoff, Int64(retryAfterSeconds ?? 0) * 1000)
+    }
+}
+
+extension ACMEConfiguration {
+    /// An EAB MAC key as CAs hand it out: base64url (standard base64 accepted). Nil when it is
+    /// not base64 or empty.
+    public static func decodeMACKey(_ text: String) -> [UInt8]? {
+        guard let bytes = Base64URL.decode(text), !bytes.isEmpty else { return nil }
+        return bytes
+    }
+}

@@ -1,0 +1,222 @@
+import AASACore
+import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ACME thread (SPEC 3.10): at start and whenever the snapshot changes, every configured
+/// host that no certificate covers is ordered, and every ACME certificate past two thirds of
+/// its lifetime is renewed. One order at a time, across replicas too (`acme/lock`); failures
+/// back off exponentially. It only reads the published snapshot and writes files into
+/// `--certs`: the reload that follows makes new handshakes use the new certificate. The loops
+/// and the control thread never wait for it.
+final class ACMEScheduler: @unchecked Sendable {
+    private let configuration: ACMEConfiguration
+    private let storage: ACMEStorage
+    private let state: ServerState
+    private let status: ACMEStatus
+    private let log: Log
+    private var client: ACMEClient?
+
+    private struct Backoff {
+        var failures: Int
+        /// Monotonic milliseconds.
+        var nextAttempt: Int64
+    }
+
+    private var backoff: [String: Backoff] = [:]
+    /// Validity of certificates written by this process, until the snapshot shows them.
+    private var written: [String: CertificateValidity] = [:]
+    private var reportedWildcards: Set<String> = []
+    /// Set when a forgotten account was replaced; a second such failure in a row backs off.
+    private var recreatedAccount = false
+    /// Challenges other replicas published (`TYPE/NAME` → key authorization), answered here too.
+    private var foreign: [String: String] = [:]
+
+    init(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
+        self.configuration = configuration
+        self.storage = ACMEStorage(certsDirectory: certsDirectory)
+        self.state = state
+        self.status = status
+        self.log = log
+    }
+
+    /// Never joined: at shutdown it notices the drain within a second, and the process may
+    /// exit before an order in flight ends (the next start picks it up again).
+    func start() {
+        pthread_detach(startThread { [self] in run() })
+    }
+
+    private func run() {
+        do {
+            try storage.prepare()
+        } catch {
+            log.error("acme: \(error); no certificates will be ordered")
+            return
+        }
+        log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory)")
+        while !state.draining.load(ordering: .relaxed) {
+            syncSharedChallenges()
+            let snapshot = state.snapshots.load().0
+            let now = monotonicMilliseconds()
+            if let host = dueHosts(snapshot).first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now }) {
+                attempt(host)
+            } else {
+                // Sites, certificates and shared challenges are looked at five times a second:
+                // a new site gets its order right after the reload that found it.
+                usleep(200_000)
+            }
+        }
+    }
+
+    /// Answers the challenges another replica published in the shared `--certs`, and stops
+    /// answering those it withdrew. Our own are never in `foreign`: they are published and
+    /// withdrawn while this thread is inside ``attempt(_:)``.
+    private func syncSharedChallenges() {
+        let shared = storage.sharedChallenges()
+        for (key, keyAuthorization) in shared where foreign[key] != keyAuthorization {
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let type = ChallengeType(rawValue: parts[0]) else { continue }
+            switch type {
+            case .http01:
+                PendingChallenges.shared.addToken(parts[1], keyAuthorization: keyAuthorization)
+            case .tlsALPN01:
+                guard let certificate = try? ChallengeCertificate(host: parts[1], keyAuthorization: keyAuthorization) else { continue }
+                PendingChallenges.shared.addCertificate(certificate)
+            }
+            foreign[key] = keyAuthorization
+        }
+        for key in foreign.keys where shared[key] == nil {
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            if parts[0] == ChallengeType.http01.rawValue { PendingChallenges.shared.removeToken(parts[1]) } else { PendingChallenges.shared.removeCertificate(host: parts[1]) }
+            foreign[key] = nil
+        }
+    }
+
+    /// Hosts to order now, in site order: uncovered ones, and ACME ones due for renewal.
+    private func dueHosts(_ snapshot: SiteSnapshot) -> [String] {
+        var hosts: [String] = []
+        for site in snapshot.sites {
+            if site.name.isWildcard {
+                if !reportedWildcards.contains(site.name.description) {
+                    reportedWildcards.insert(site.name.description)
+                    log.warning("acme: site \(site.name) is a wildcard: its certificate needs a DNS-01 challenge, which aasa cannot answer; put one in --certs. Its base name \(site.name.host) is ordered like any other host")
+                    status.set(site.name.description, .wildcard, error: "wildcard names need DNS-01 validation; not ordered")
+                }
+            }
+            // A wildcard site also serves its base name, a plain name (SPEC 2, 3.10).
+            if !hosts.contains(site.name.host) { hosts.append(site.name.host) }
+        }
+        status.keep(only: Set(hosts + snapshot.sites.filter(\.name.isWildcard).map(\.name.description)))
+        let now = wallClockSeconds()
+        return hosts.filter { host in
+            // The certificate a handshake for the host gets (exact name, then wildcard).
+            let serving = snapshot.certificates.select(serverName: host).flatMap { $0.covers(host) ? $0 : nil }
+            // A certificate someone else put in --certs wins: never order over it.
+            if let serving, !snapshot.certificates.isACME(serving) { return false }
+            var renewAfter = serving.map { CertificateValidity(notBefore: $0.notBefore, notAfter: $0.notAfter).renewAfter }
+            if let mine = written[host]?.renewAfter { renewAfter = max(renewAfter ?? mine, mine) }
+            guard let renewAfter else { return true }
+            if now < renewAfter {
+                status.set(host, .issued, nextAttempt: renewAfter)
+                return false
+            }
+            return true
+        }
+    }
+
+    private func attempt(_ host: String) {
+        let lock: Int32?
+        do {
+            lock = try storage.tryLock()
+        } catch {
+            fail(host, error)
+            return
+        }
+        guard let lock else {
+            // Another replica is ordering; what it writes appears through the reload.
+            status.set(host, .pending, error: "another process holds \(storage.lockPath)")
+            backoff[host] = Backoff(failures: backoff[host]?.failures ?? 0, nextAttempt: monotonicMilliseconds() + 5_000)
+            return
+        }
+        defer { close(lock) }
+        // Another replica may have issued it while we waited for the lock.
+        if let validity = storage.issuedValidity(host: host), wallClockSeconds() < validity.renewAfter {
+            written[host] = validity
+            backoff[host] = nil
+            return
+        }
+        status.set(host, .ordering)
+        do throws(ACMEError) {
+            let client = try ensureClient()
+            log.info("acme: \(host): ordering a certificate")
+            let issued = try Issuance(client: client, challengeType: configuration.challenge, challenges: .shared, storage: storage, log: log).run(host: host)
+            try storage.saveCertificate(host: host, issued)
+            guard let validity = CertificateValidity(pem: issued.chainPEM, host: host) else {
+                throw ACMEError(.protocolViolation, "the issued certificate does not name \(host)")
+            }
+            written[host] = validity
+            backoff[host] = nil
+            recreatedAccount = false
+            state.metrics.acmeOrdersIssued.add(1, ordering: .relaxed)
+            status.set(host, .issued, nextAttempt: validity.renewAfter)
+            log.info("acme: \(host): certificate issued, valid until \(HTTPDate.format(validity.notAfter)); renewal after \(HTTPDate.format(validity.renewAfter))")
+        } catch {
+            fail(host, error)
+        }
+    }
+
+    private func fail(_ host: String, _ error: ACMEError) {
+        state.metrics.acmeOrdersFailed.add(1, ordering: .relaxed)
+        let failures = (backoff[host]?.failures ?? 0) + 1
+        if case .problem(let p) = error.kind, p.type == "urn:ietf:params:acme:error:accountDoesNotExist", !recreatedAccount {
+            recreatedAccount = true
+            // The saved account is gone (deactivated, a reset test CA): make a new one with the
+            // same key and try again at once; the failure still counts toward the back-off.
+            client = nil
+            unlink(storage.accountPath)
+            backoff[host] = Backoff(failures: failures, nextAttempt: monotonicMilliseconds())
+            status.set(host, .failed, error: error.description, nextAttempt: wallClockSeconds())
+            log.error("acme: \(host): order failed: \(error); creating a new account and retrying at once")
+            return
+        }
+        let delay = configuration.retryDelay(failures: failures, retryAfterSeconds: error.retryAfter)
+        backoff[host] = Backoff(failures: failures, nextAttempt: monotonicMilliseconds() + delay)
+        status.set(host, .failed, error: error.description, nextAttempt: wallClockSeconds() + Int((delay + 999) / 1000))
+        log.error("acme: \(host): order failed: \(error); retrying in \(ACMEScheduler.duration(delay))")
+        // The next attempt starts from the directory again (the CA may have moved or restarted).
+        if case .transport = error.kind { client = nil }
+    }
+
+    /// The client with its account, made on first use and kept.
+    private func ensureClient() throws(ACMEError) -> ACMEClient {
+        if let client { return client }
+        let http: HTTPSClient
+        do {
+            http = try HTTPSClient(.init(timeoutSeconds: 30, caFile: configuration.caRoot, userAgent: "aasa-acme/0.1"))
+        } catch {
+            throw ACMEError(.transport, "ACME client: \(error.message)")
+        }
+        let key = try storage.accountKey(log: log)
+        let saved = storage.accountURL(directory: configuration.directory)
+        let client = ACMEClient(directoryURL: configuration.directory, key: key, http: http, accountURL: saved, log: log)
+        if saved == nil {
+            let binding = configuration.externalAccountKeyID.flatMap { kid in
+                configuration.externalAccountMACKey.map { ACMEClient.ExternalAccountBinding(keyID: kid, macKey: $0) }
+            }
+            let url = try client.ensureAccount(contact: configuration.email, binding: binding)
+            try storage.saveAccount(url: url, directory: configuration.directory)
+            log.info("acme: account \(url)")
+        }
+        self.client = client
+        return client
+    }
+
+    static func duration(_ milliseconds: Int64) -> String {
+        if milliseconds < 10_000 { return "\(Double(milliseconds) / 1000) s" }
+        let s = milliseconds / 1000
+        if s < 120 { return "\(s) s" }
+        if s < 7200 { return "\(s / 60) min" }
+        return "\(s / 3600) h"
+    }
+}

@@ -1,0 +1,138 @@
+import COpenSSL
+import Synchronization
+
+/// The challenges the ACME thread is answering right now, read by the loops: HTTP-01 key
+/// authorizations by token, and TLS-ALPN-01 challenge certificates by host. Process-wide,
+/// because OpenSSL's ClientHello callback has no context of ours to reach it through.
+public final class PendingChallenges: Sendable {
+    public static let shared = PendingChallenges()
+
+    /// The ALPN protocol of TLS-ALPN-01 (RFC 8737 §6.2).
+    static let alpnProtocol = "acme-tls/1"
+
+    private let tokens = Mutex<[String: String]>([:])
+    private let certificates = Mutex<[String: ChallengeCertificate]>([:])
+    /// Checked before anything else on every handshake, so a server with no challenge pending
+    /// pays one atomic load.
+    private let certificateCount = Atomic<Int>(0)
+
+    init() {}
+
+    // MARK: HTTP-01 (RFC 8555 §8.3)
+
+    func addToken(_ token: String, keyAuthorization: String) {
+        tokens.withLock { $0[token] = keyAuthorization }
+    }
+
+    func removeToken(_ token: String) {
+        _ = tokens.withLock { $0.removeValue(forKey: token) }
+    }
+
+    func keyAuthorization(token: String) -> String? {
+        tokens.withLock { $0[token] }
+    }
+
+    // MARK: TLS-ALPN-01 (RFC 8737)
+
+    func addCertificate(_ certificate: ChallengeCertificate) {
+        certificates.withLock {
+            $0[certificate.host] = certificate
+            certificateCount.store($0.count, ordering: .releasing)
+        }
+    }
+
+    func removeCertificate(host: String) {
+        certificates.withLock {
+            $0.removeValue(forKey: host)
+            certificateCount.store($0.count, ordering: .releasing)
+        }
+    }
+
+    var hasCertificates: Bool { certificateCount.load(ordering: .acquiring) > 0 }
+
+    /// Moves the handshake to `host`'s challenge context, if one is pending. Done under the
+    /// lock: SSL_set_SSL_CTX takes its own reference, so the context outlives its removal.
+    func switchToChallenge(_ ssl: OpaquePointer, host: String) -> Bool {
+        certificates.withLock { pending in
+            guard let certificate = pending[host] else { return false }
+            return SSL_set_SSL_CTX(ssl, certificate.context) != nil
+        }
+    }
+
+    /// The context a TLS connection starts with when no certificate is loaded yet (a first
+    /// start with `--acme` and an empty `--certs`): it has no certificate of its own, so only
+    /// a ClientHello that the callback moves to a challenge context can complete.
+    let bootstrapContext: UnsafeSendableContext = {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { preconditionFailure("SSL_CTX_new") }
+        _ = aasa_SSL_CTX_set_min_proto_version(ctx, aasa_tls1_2_version())
+        SSL_CTX_set_client_hello_cb(ctx, acmeClientHelloCallback, nil)
+        return UnsafeSendableContext(ctx)
+    }()
+}
+
+/// An `SSL_CTX` made once and never freed: OpenSSL's contexts are thread-safe to share.
+public struct UnsafeSendableContext: @unchecked Sendable {
+    let context: OpaquePointer
+    init(_ context: OpaquePointer) { self.context = context }
+}
+
+/// The ClientHello callback of every serving context (RFC 8737 §3): a ClientHello that offers
+/// ALPN `acme-tls/1` for a name with a pending challenge is moved to that challenge's context
+/// before the ServerName and ALPN steps run. Any other ClientHello goes on untouched.
+let acmeClientHelloCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
+    let success = Int32(SSL_CLIENT_HELLO_SUCCESS)
+    guard let ssl, PendingChallenges.shared.hasCertificates else { return success }
+    var data: UnsafePointer<UInt8>?
+    var length = 0
+    guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_application_layer_protocol_negotiation), &data, &length) == 1, let data,
+          ClientHelloExtensions.protocols(UnsafeBufferPointer(start: data, count: length), listIsPrefixed: true)
+            .contains(PendingChallenges.alpnProtocol) else { return success }
+    // SSL_get_servername is not yet set in this callback: the extension is read raw.
+    var sni: UnsafePointer<UInt8>?
+    var sniLength = 0
+    guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_server_name), &sni, &sniLength) == 1, let sni,
+          let host = ClientHelloExtensions.serverName(UnsafeBufferPointer(start: sni, count: sniLength)) else { return success }
+    _ = PendingChallenges.shared.switchToChallenge(ssl, host: host)
+    return success
+}
+
+/// Readers of the two ClientHello extensions the callback needs, over the raw bytes.
+enum ClientHelloExtensions {
+    /// The protocol names of an ALPN extension (RFC 7301 §3.1). `listIsPrefixed`: the bytes
+    /// start with the list's own 2-byte length (the extension as sent), not the list alone (as
+    /// the select callback gets it). Malformed input gives what parsed before the fault.
+    static func protocols(_ bytes: UnsafeBufferPointer<UInt8>, listIsPrefixed: Bool) -> [String] {
+        var i = 0
+        var end = bytes.count
+        if listIsPrefixed {
+            guard bytes.count >= 2 else { return [] }
+            end = min(bytes.count, 2 + (Int(bytes[0]) << 8 | Int(bytes[1])))
+            i = 2
+        }
+        var out: [String] = []
+        while i < end {
+            let n = Int(bytes[i])
+            guard n > 0, i + 1 + n <= end else { break }
+            out.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[(i + 1)..<(i + 1 + n)]), as: UTF8.self))
+            i += 1 + n
+        }
+        return out
+    }
+
+    /// The host_name of a server_name extension (RFC 6066 §3), lower case.
+    static func serverName(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard bytes.count >= 2 else { return nil }
+        let end = min(bytes.count, 2 + (Int(bytes[0]) << 8 | Int(bytes[1])))
+        var i = 2
+        while i + 3 <= end {
+            let type = bytes[i]
+            let n = Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+            guard i + 3 + n <= end else { return nil }
+            if type == 0 {
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[(i + 3)..<(i + 3 + n)]), as: UTF8.self).lowercased()
+            }
+            i += 3 + n
+        }
+        return nil
+    }
+}
