@@ -132,8 +132,9 @@ struct EntitlementsCommand: ParsableCommand {
         let index = SiteIndex(sites.map { ($0.name, $0.file) })
         return domains.map { text, domain in
             let host = domain.fileHost
-            // A wildcard folder also serves its base name when that has no folder (SPEC 2).
-            guard let file = index.lookup(host)?.value ?? SiteName("*." + host).flatMap({ index[$0] }) else {
+            // The server's lookup: exact, then wildcard, and a wildcard folder also serves its base
+            // name when that has no folder of its own (SPEC 2).
+            guard let file = index.lookup(host)?.value else {
                 let place = "\(config)/\(host)/apple-app-site-association"
                 let why = domain.isWildcard ? "; iOS fetches the file for *.\(host) from \(host) itself (TN3155)" : ""
                 return (text, domain, EntitlementVerdict(.noFile, "no site in \(config) serves \(host)\(why): create \(place)"))
