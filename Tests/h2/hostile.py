@@ -11,6 +11,7 @@ The exit status is 1 when any case failed. Only the standard library and the `h2
 (with its `hpack` and `hyperframe`) are used; every loop is bounded and every wait has a time-out.
 
     hostile.py --pid PID --https PORT --http PORT --ca CA.pem [--case NAME ...] [--transport tls|h2c|both]
+    hostile.py ... --shutdown-watch    (the caller sends SIGTERM once it printed `loaded` per transport)
 """
 
 import argparse
@@ -110,7 +111,8 @@ class Peer:
         self.buffer = b""
         self.closed = False          # the server closed (EOF or reset)
         self.send_failed = False
-        self.goaway = None           # GoAwayFrame
+        self.goaway = None           # the last GoAwayFrame
+        self.goaways = []            # every GoAwayFrame, in order
         self.resets = {}             # stream id -> error code
         self.statuses = {}           # stream id -> :status
         self.ended = set()           # streams whose response ended (END_STREAM)
@@ -178,6 +180,7 @@ class Peer:
     def record(self, f):
         if isinstance(f, GoAwayFrame):
             self.goaway = f
+            self.goaways.append(f)
         elif isinstance(f, RstStreamFrame):
             self.resets[f.stream_id] = f.error_code
         elif isinstance(f, HeadersFrame):
@@ -644,6 +647,66 @@ def never_reads(case):
     case.note(summary)
 
 
+# MARK: - Graceful shutdown, watched from a client's side
+
+
+def keep_busy(opts, transport, loaded, report):
+    """Ten requests in flight at all times until the first GOAWAY, then none opened: after the
+    server is told to stop (the test sends SIGTERM once every transport printed `loaded`), every
+    stream sent must be answered 200 in full, none refused or reset, under a final GOAWAY NO_ERROR
+    whose last stream id covers them all; then the server closes (RFC 9113 §6.8)."""
+    case = Case(opts, transport)
+    peer = Peer(opts, transport)
+    # Windows opened wide once, so no WINDOW_UPDATE is owed as responses are read.
+    peer.start(struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW))
+    peer.send(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", MAX_WINDOW - 65535)))
+    block = request_block()
+    sent, next_id = 0, 1
+    deadline = time.monotonic() + 60
+    while not peer.closed and time.monotonic() < deadline:
+        if not peer.goaways and sent < 2_000_000:
+            while sent - len(peer.ended) - len(peer.resets) < 10:
+                peer.send(frame(HEADERS, END_HEADERS | END_STREAM, next_id, block))
+                sent, next_id = sent + 1, next_id + 2
+        peer.pump(0.01)
+        if len(peer.ended) >= 200 and not loaded.is_set():
+            print(f"loaded {transport}", flush=True)
+            loaded.set()
+    answered = sum(1 for s in peer.ended if peer.statuses.get(s) == 200)
+    last_sent = next_id - 2
+    codes = [f"GOAWAY {code_name(g.error_code)} (last stream {g.last_stream_id})" for g in peer.goaways]
+    case.expect(peer.closed, "the server did not close the connection")
+    case.expect(len(peer.goaways) >= 1 and all(g.error_code == 0 for g in peer.goaways), f"GOAWAYs: {codes}")
+    if peer.goaways:
+        case.expect(peer.goaways[-1].last_stream_id >= last_sent,
+                    f"final GOAWAY names stream {peer.goaways[-1].last_stream_id}, below the last sent {last_sent}")
+    case.expect(not peer.resets, f"streams reset: {sorted(peer.resets.items())[:5]}")
+    case.expect(answered == sent and len(peer.ended) == sent, f"{sent} streams sent, {answered} answered 200 in full")
+    case.note(f"{sent} streams sent, {answered} answered 200 in full; {' then '.join(codes)}; closed by the server")
+    peer.close()
+    report(case)
+
+
+def shutdown_watch(opts):
+    transports = ["tls", "h2c"] if opts.transport == "both" else [opts.transport]
+    cases = []
+    threads = []
+    for transport in transports:
+        loaded = threading.Event()
+        thread = threading.Thread(target=keep_busy, args=(opts, transport, loaded, cases.append), daemon=True)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join(70)
+    failed = len(cases) < len(transports)
+    for case in cases:
+        verdict = "FAIL" if case.failures else "PASS"
+        detail = "; ".join(case.failures) + (" | observed: " if case.failures else "") + " ".join(case.notes)
+        print(f"{verdict} {case.transport} graceful-shutdown: {detail}", flush=True)
+        failed = failed or bool(case.failures)
+    return 1 if failed else 0
+
+
 CASES = {
     "rapid-reset": rapid_reset,
     "continuation-flood": continuation_flood,
@@ -670,7 +733,11 @@ def main():
     parser.add_argument("--big-authority", default="big.example.org", help="a site whose file is over 100 KB")
     parser.add_argument("--never-read-connections", type=int, default=16)
     parser.add_argument("--never-read-limit-mib", type=int, default=48)
+    parser.add_argument("--shutdown-watch", action="store_true",
+                        help="keep requests in flight, print `loaded TRANSPORT`, and check what a SIGTERM sent then does")
     opts = parser.parse_args()
+    if opts.shutdown_watch:
+        return shutdown_watch(opts)
 
     failed = 0
     transports = ["tls", "h2c"] if opts.transport == "both" else [opts.transport]
