@@ -15,7 +15,6 @@ The exit status is 1 when any case failed. Only the standard library and the `h2
 """
 
 import argparse
-import os
 import socket
 import ssl
 import struct
