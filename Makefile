@@ -14,9 +14,9 @@ FUZZ_DIR   := .build-fuzz
 FUZZ_TIME  ?= 30
 
 # System packages, installed with apt when missing: what the build needs, and what the tests
-# talk to the server with (curl, openssl, haproxy, a headless browser).
+# talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME).
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
-TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium pebble
+TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble
 
 .PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps test-deps clean lint-deploy container-check
 
@@ -36,8 +36,10 @@ endef
 deps:
 	$(call apt_install,$(BUILD_PACKAGES))
 
+# The hostile HTTP/2 clients (Tests/h2/hostile.py) use the PyPI package h2, installed when missing.
 test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
+	@python3 -c "import h2" 2>/dev/null || python3 -m pip install -q h2
 
 build: deps
 	$(SWIFT) build
