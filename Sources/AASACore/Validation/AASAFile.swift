@@ -75,8 +75,9 @@ public struct AASAFile: Sendable {
             }
             switch detail.rules {
             case .components(let components):
+                let covering = Reachability.firstCovering(components, path: \.path, covers: Reachability.covers)
                 for (j, later) in components.enumerated() {
-                    if let i = components[..<j].firstIndex(where: { Reachability.covers($0, later) }) {
+                    if let i = covering[j] {
                         let earlier = components[i]
                         sink.report(.unreachableComponent,
                                     "component \(j) can never match: component \(i) matches every URL it matches and \(earlier.exclude ? "blocks" : "opens") it first",
@@ -86,8 +87,9 @@ public struct AASAFile: Sendable {
             case .paths(let paths):
                 // Legacy paths are tried in order like components (`"NOT *"` first blocks every
                 // later entry; an exact duplicate never decides anything).
+                let covering = Reachability.firstCovering(paths, path: \.pattern) { Reachability.coversPath($0.pattern, $1.pattern) }
                 for (j, later) in paths.enumerated() {
-                    if let i = paths[..<j].firstIndex(where: { Reachability.coversPath($0.pattern, later.pattern) }) {
+                    if let i = covering[j] {
                         let earlier = paths[i]
                         sink.report(.unreachablePath,
                                     "paths[\(j)] can never match: paths[\(i)] \(JSONWriter.message(earlier.text)) matches every URL it matches and \(earlier.isExclusion ? "blocks" : "opens") it first",

@@ -2,6 +2,47 @@
 /// Used to find components that can never be reached because an earlier one always decides
 /// first. "Conservatively" means a `true` is always right; some real overlaps are not found.
 enum Reachability {
+    /// For each item, the index of the first earlier item that covers it (nil when none does),
+    /// without comparing every pair: a file may have thousands of components, and the pairwise
+    /// check ran for tens of seconds on one near the size limit. An earlier item can cover a
+    /// later one only when it has no path constraint, or when the literal text its path starts
+    /// with begins the later one's (every rule of ``coversPath(_:_:)`` implies that), so only
+    /// those are compared.
+    static func firstCovering<T>(_ items: [T], path: (T) -> PathPattern?, covers: (T, T) -> Bool) -> [Int?] {
+        var unconstrained: [Int] = []
+        var byLeadingLiterals: [String: [Int]] = [:]
+        var result: [Int?] = []
+        result.reserveCapacity(items.count)
+        for (j, item) in items.enumerated() {
+            let run = path(item).flatMap { $0.isMatchAll ? nil : leadingLiterals($0.base) }
+            // Candidates: the unconstrained ones, and those whose leading literals are a prefix
+            // of this item's (an item without a path can only be covered by the former).
+            var candidates = unconstrained
+            if let run {
+                var prefix = String.UnicodeScalarView()
+                candidates += byLeadingLiterals[""] ?? []
+                for scalar in run.unicodeScalars {
+                    prefix.append(scalar)
+                    candidates += byLeadingLiterals[String(prefix)] ?? []
+                }
+            }
+            candidates.sort()
+            result.append(candidates.first { covers(items[$0], item) })
+            if let run { byLeadingLiterals[run, default: []].append(j) } else if path(item)?.isMatchAll ?? true { unconstrained.append(j) }
+        }
+        return result
+    }
+
+    /// The literal characters a path pattern starts with, up to its first `*`, `?` or variable.
+    private static func leadingLiterals(_ tokens: [PatternToken]) -> String {
+        var scalars = String.UnicodeScalarView()
+        for token in tokens {
+            guard case .literal(let c) = token else { break }
+            scalars.append(c)
+        }
+        return String(scalars)
+    }
+
     static func covers(_ a: CompiledComponent, _ b: CompiledComponent) -> Bool {
         let aAll = (a.path?.isMatchAll ?? true) && (a.query?.isMatchAll ?? true) && (a.fragment?.isMatchAll ?? true)
         if aAll { return true }
