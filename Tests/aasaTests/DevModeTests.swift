@@ -106,7 +106,7 @@ private let chromium = "/usr/bin/chromium"
         })
         _ = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nUser-Agent: AASA-Bot/1.0.0\r\nConnection: close\r\n\r\n")
         // The guidance speaks of Android's side once a site has assetlinks.json.
-        #expect(server.log.contains("Android: example.com serve assetlinks.json"))
+        #expect(server.log.contains("Android: example.com serves assetlinks.json"))
         #expect(server.log.contains("autoVerify"))
         let profile = server.directory.url.appendingPathComponent("chromium").path
         let page = "http://127.0.0.1:\(server.http)/?url=https%3A%2F%2Fexample.com%2Fbuy%2F42"
