@@ -54,6 +54,19 @@ import Glibc
         #expect(upgrade.stdout.hasPrefix("HTTP/1.1 200"), "\(upgrade.stdout.prefix(120))")
     }
 
+    @Test func theProxyProtocolWorksTheSameInFrontOfHTTP2() throws {
+        let server = try ServerProcess(extraArguments: ["--proxy-protocol"], workers: 1)
+        let tls = try server.curlHTTPS(host: "example.com", ["--http2", "--haproxy-protocol", "--interface", "127.0.0.2"])
+        #expect(tls.stdout.hasPrefix("HTTP/2 200"), "\(tls.stdout.prefix(120)) \(tls.stderr)")
+        let plain = try Shell.run("/usr/bin/curl", ["-sS", "-i", "--max-time", "10", "--http2-prior-knowledge", "--haproxy-protocol",
+                                                    "--interface", "127.0.0.2", "-H", "Host: example.com",
+                                                    "http://127.0.0.1:\(server.http)/.well-known/apple-app-site-association"])
+        #expect(plain.stdout.hasPrefix("HTTP/2 200"), "\(plain.stdout.prefix(120)) \(plain.stderr)")
+        // The client's address comes from the PROXY header, on HTTP/2 streams too.
+        #expect(ServerProcess.waitFor { server.accessLog.components(separatedBy: " 127.0.0.2 example.com \"GET ").count - 1 >= 2 })
+        #expect(server.accessLog.contains("HTTP/2.0\" 200"))
+    }
+
     @Test func http2OffMeansHTTP11Everywhere() throws {
         let server = try ServerProcess(extraArguments: ["--http2", "off"], workers: 1)
         let r = try server.curlHTTPS(host: "example.com", ["--http2"])
