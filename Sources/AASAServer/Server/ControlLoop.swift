@@ -205,6 +205,12 @@ final class DirectoryWatcher {
 
     private static let mask = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO
         | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+    /// A parent is watched for names only: a name that appears, goes or is renamed. Not for
+    /// writes to its other files: a log file beside the config directory (`aasa serve > aasa.log`)
+    /// would wake the control thread on every flush. Added to any mask the same directory
+    /// already has (IN_MASK_ADD), for a parent that is also a watched directory.
+    private static let nameMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
 
     init?(log: Log) {
         self.log = log
@@ -247,7 +253,7 @@ final class DirectoryWatcher {
             }
             if byParent[path] != nil { detach(parent: path) }
             guard let identity else { continue }
-            guard let wd = add(path) else { complete = false; continue }
+            guard let wd = add(path, mask: DirectoryWatcher.nameMask) else { complete = false; continue }
             watches[wd, default: Watch()].names = names
             byParent[path] = (wd, identity)
         }
@@ -262,8 +268,8 @@ final class DirectoryWatcher {
         roots.first { path, identity in Identity(path) != identity }?.key
     }
 
-    private func add(_ path: String) -> Int32? {
-        let wd = inotify_add_watch(fd, path, DirectoryWatcher.mask)
+    private func add(_ path: String, mask: UInt32 = DirectoryWatcher.mask) -> Int32? {
+        let wd = inotify_add_watch(fd, path, mask)
         if wd >= 0 { return wd }
         let error = errno
         // Gone or replaced by a file since it was listed: the next reload sees it.
