@@ -130,11 +130,11 @@ lint-deploy:
 container-check:
 	bash Scripts/container-check.sh
 
-# aasa against nginx, side by side (bench/run.py); not part of `make test`. Takes ~10 minutes.
-BENCH_PACKAGES := nginx wrk nghttp2-client openssl python3
+# aasa against nginx and h2o, side by side (bench/run.py); not part of `make test`. Takes
+# about 10 minutes. It starts its own servers on free loopback ports and stops only those, by PID.
+BENCH_PACKAGES := nginx h2o wrk nghttp2-client openssl python3
 bench: deps
 	$(call apt_install,$(BENCH_PACKAGES))
-	@pkill -x nginx 2>/dev/null || true
 	$(SWIFT) build -c release --product aasa
 	python3 bench/run.py
 
