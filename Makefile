@@ -18,7 +18,7 @@ FUZZ_TIME  ?= 30
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps test-deps clean lint-deploy container-check
+.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -137,6 +137,15 @@ bench: deps
 	$(call apt_install,$(BENCH_PACKAGES))
 	$(SWIFT) build -c release --product aasa
 	python3 bench/run.py
+
+# Instructions and syscalls per request under callgrind (bench/instr.py): aasa, nginx and h2o.
+# Not part of `make test`; about 10 minutes. `INSTR_ARGS="--scale 0.5 --runs 2"` for a quicker run.
+INSTR_PACKAGES := nginx h2o valgrind nghttp2-client openssl python3 binutils
+INSTR_ARGS     ?=
+bench-instr: deps
+	$(call apt_install,$(INSTR_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	python3 bench/instr.py $(INSTR_ARGS)
 
 clean:
 	rm -rf .build $(FUZZ_DIR)
