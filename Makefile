@@ -18,7 +18,7 @@ FUZZ_TIME  ?= 30
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr deps test-deps clean lint-deploy container-check
+.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr test-sanitize deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -147,5 +147,30 @@ bench-instr: deps
 	$(SWIFT) build -c release --product aasa
 	python3 bench/instr.py $(INSTR_ARGS)
 
+# The server's suites (AASAServerTests in process, aasaTests' Serve* suites against the built
+# binary) under ThreadSanitizer, then AddressSanitizer, each in its own scratch path. Every
+# process (the test runner and each `aasa serve` it starts) writes its reports to
+# <scratch>/sanitizer/report.<pid>; any report, or any failed test, fails the target.
+# LeakSanitizer ignores what only the test processes' own machinery leaks
+# (Scripts/lsan-test-harness.supp). `make test-sanitize SANITIZERS=address` runs one.
+SANITIZE_FILTER ?= ^AASAServerTests\.|^aasaTests\.Serve
+SANITIZERS      ?= thread address
+test-sanitize: test-deps
+	@status=0; for san in $(SANITIZERS); do \
+	  case $$san in thread) scratch=.build-tsan; opts=TSAN_OPTIONS;; address) scratch=.build-asan; opts=ASAN_OPTIONS;; esac; \
+	  echo "== $$san sanitizer, scratch path $$scratch"; \
+	  $(SWIFT) build --build-tests --sanitize=$$san --scratch-path $$scratch || exit 1; \
+	  rm -rf $$scratch/sanitizer; mkdir -p $$scratch/sanitizer; \
+	  env $$opts="log_path=$(CURDIR)/$$scratch/sanitizer/report halt_on_error=0" \
+	    LSAN_OPTIONS="suppressions=$(CURDIR)/Scripts/lsan-test-harness.supp print_suppressions=0" \
+	    $(SWIFT) test --skip-build --sanitize=$$san --scratch-path $$scratch --filter '$(SANITIZE_FILTER)' \
+	    2>&1 | tee $$scratch/sanitizer/test.log || { echo "test-sanitize: tests failed under $$san sanitizer"; status=1; }; \
+	  reports=$$(find $$scratch/sanitizer -name 'report.*' -size +0c | sort); \
+	  if [ -n "$$reports" ]; then \
+	    echo "test-sanitize: the $$san sanitizer reported problems:"; \
+	    for r in $$reports; do echo "---- $$r"; cat "$$r"; done; status=1; \
+	  else echo "test-sanitize: no $$san sanitizer report"; fi; \
+	done; exit $$status
+
 clean:
-	rm -rf .build $(FUZZ_DIR)
+	rm -rf .build .build-tsan .build-asan $(FUZZ_DIR)
