@@ -18,7 +18,7 @@ FUZZ_TIME  ?= 30
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl python3 python3-pip haproxy chromium
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr test-sanitize deps test-deps clean lint-deploy container-check
+.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -171,6 +171,14 @@ test-sanitize: test-deps
 	    for r in $$reports; do echo "---- $$r"; cat "$$r"; done; status=1; \
 	  else echo "test-sanitize: no $$san sanitizer report"; fi; \
 	done; exit $$status
+
+# testssl.sh against `aasa serve` and against nginx, both with the test-style certificate
+# (Scripts/test-tls.py); any finding of severity MEDIUM or above fails. Not part of `make test`.
+TLS_PACKAGES := testssl.sh nginx openssl python3
+test-tls: deps
+	$(call apt_install,$(TLS_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	python3 Scripts/test-tls.py
 
 clean:
 	rm -rf .build .build-tsan .build-asan $(FUZZ_DIR)
