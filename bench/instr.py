@@ -527,6 +527,17 @@ def markdown(results, servers, workloads):
     return "\n".join(lines)
 
 
+def save(results, servers, workloads, output, complete):
+    results["complete"] = complete
+    results["table"] = markdown(results, servers, workloads)
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    with open(output + ".tmp", "w") as f:
+        json.dump(results, f, indent=1)
+        f.write("\n")
+    os.replace(output + ".tmp", output)
+    return results["table"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--aasa", default=os.path.join(ROOT, ".build", "release", "aasa"), help="the aasa binary (release build)")
@@ -589,18 +600,14 @@ def main():
                     continue
                 results["servers"][s][w.key] = entry
                 failed |= entry["failed_responses"] > 0
+                save(results, servers, workloads, args.output, complete=False)   # an interrupted run keeps what it measured
     finally:
         stop_all_started()
         if not args.keep:
             shutil.rmtree(setup.dir, ignore_errors=True)
 
     results["wall_seconds"] = round(time.monotonic() - started)
-    table = markdown(results, servers, workloads)
-    results["table"] = table
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump(results, f, indent=1)
-        f.write("\n")
+    table = save(results, servers, workloads, args.output, complete=True)
     print(f"\nInstructions per request (callgrind Ir, (Ir(2N) - Ir(N)) / N, minimum of {args.runs} runs) and, in "
           f"brackets, syscalls per request; {results['date']}, commit {results['commit'][:12]}\n")
     print(table)
