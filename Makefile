@@ -18,7 +18,7 @@ FUZZ_TIME  ?= 30
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench deps test-deps clean lint-deploy container-check
+.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -132,13 +132,55 @@ lint-deploy:
 container-check:
 	bash Scripts/container-check.sh
 
-# aasa against nginx, side by side (bench/run.py); not part of `make test`. Takes ~10 minutes.
-BENCH_PACKAGES := nginx wrk nghttp2-client openssl python3
+# aasa against nginx and h2o, side by side (bench/run.py); not part of `make test`. Takes
+# about 10 minutes. It starts its own servers on free loopback ports and stops only those, by PID.
+BENCH_PACKAGES := nginx h2o wrk nghttp2-client openssl python3
 bench: deps
 	$(call apt_install,$(BENCH_PACKAGES))
-	@pkill -x nginx 2>/dev/null || true
 	$(SWIFT) build -c release --product aasa
 	python3 bench/run.py
 
+# Instructions and syscalls per request under callgrind (bench/instr.py): aasa, nginx and h2o.
+# Not part of `make test`; about 10 minutes. `INSTR_ARGS="--scale 0.5 --runs 2"` for a quicker run.
+INSTR_PACKAGES := nginx h2o valgrind nghttp2-client openssl python3 binutils
+INSTR_ARGS     ?=
+bench-instr: deps
+	$(call apt_install,$(INSTR_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	python3 bench/instr.py $(INSTR_ARGS)
+
+# The server's suites (AASAServerTests in process, aasaTests' Serve* suites against the built
+# binary) under ThreadSanitizer, then AddressSanitizer, each in its own scratch path. Every
+# process (the test runner and each `aasa serve` it starts) writes its reports to
+# <scratch>/sanitizer/report.<pid>; any report, or any failed test, fails the target.
+# LeakSanitizer ignores what only the test processes' own machinery leaks
+# (Scripts/lsan-test-harness.supp). `make test-sanitize SANITIZERS=address` runs one.
+SANITIZE_FILTER ?= ^AASAServerTests\.|^aasaTests\.Serve
+SANITIZERS      ?= thread address
+test-sanitize: test-deps
+	@status=0; for san in $(SANITIZERS); do \
+	  case $$san in thread) scratch=.build-tsan; opts=TSAN_OPTIONS;; address) scratch=.build-asan; opts=ASAN_OPTIONS;; esac; \
+	  echo "== $$san sanitizer, scratch path $$scratch"; \
+	  $(SWIFT) build --build-tests --sanitize=$$san --scratch-path $$scratch || exit 1; \
+	  rm -rf $$scratch/sanitizer; mkdir -p $$scratch/sanitizer; \
+	  env $$opts="log_path=$(CURDIR)/$$scratch/sanitizer/report halt_on_error=0" \
+	    LSAN_OPTIONS="suppressions=$(CURDIR)/Scripts/lsan-test-harness.supp print_suppressions=0" \
+	    $(SWIFT) test --skip-build --sanitize=$$san --scratch-path $$scratch --filter '$(SANITIZE_FILTER)' \
+	    2>&1 | tee $$scratch/sanitizer/test.log || { echo "test-sanitize: tests failed under $$san sanitizer"; status=1; }; \
+	  reports=$$(find $$scratch/sanitizer -name 'report.*' -size +0c | sort); \
+	  if [ -n "$$reports" ]; then \
+	    echo "test-sanitize: the $$san sanitizer reported problems:"; \
+	    for r in $$reports; do echo "---- $$r"; cat "$$r"; done; status=1; \
+	  else echo "test-sanitize: no $$san sanitizer report"; fi; \
+	done; exit $$status
+
+# testssl.sh against `aasa serve` and against nginx, both with the test-style certificate
+# (Scripts/test-tls.py); any finding of severity MEDIUM or above fails. Not part of `make test`.
+TLS_PACKAGES := testssl.sh nginx openssl python3
+test-tls: deps
+	$(call apt_install,$(TLS_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	python3 Scripts/test-tls.py
+
 clean:
-	rm -rf .build $(FUZZ_DIR)
+	rm -rf .build .build-tsan .build-asan $(FUZZ_DIR)

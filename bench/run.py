@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""make bench: aasa against nginx, side by side on loopback, alternating A B A B.
+"""make bench: aasa against nginx and h2o, side by side on loopback, alternating A B C A B C.
 
-Measures throughput (wrk), resident memory (idle and with 10 000 idle TLS keep-alive
-connections), scale (10 000 sites against 3) and reload latency. Prints one table and writes
-bench/results/latest.json. Every loop is bounded; every server is stopped at the end.
+Measures throughput (wrk for HTTP/1.1, h2load for HTTP/2), each server's CPU time per request,
+resident memory (idle and with 10 000 idle TLS keep-alive connections), scale (10 000 sites
+against 3) and reload latency. Prints one table and writes bench/results/latest.json.
+
+Every loop is bounded. Every server is started by this script, recorded by its PID, and stopped
+by that PID (and the PIDs of its own children) at the end, on an error and on SIGINT/SIGTERM:
+nothing else on the machine is signalled, so a user's own nginx or h2o is left alone.
 """
-import asyncio, json, os, random, re, resource, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, threading, time
+import asyncio, atexit, json, os, random, re, resource, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
@@ -14,6 +18,44 @@ IDLE_CONNECTIONS = int(os.environ.get("BENCH_IDLE_CONNECTIONS", "10000"))
 SCALE_SITES = int(os.environ.get("BENCH_SITES", "10000"))
 AASA = os.path.join(ROOT, ".build", "release", "aasa")
 PATH = "/.well-known/apple-app-site-association"
+
+
+# Every server process this script starts, stopped by stop_all() whatever happens.
+STARTED = []
+
+
+def start(argv, **kw):
+    proc = subprocess.Popen(argv, **kw)
+    STARTED.append(proc)
+    return proc
+
+
+def stop(proc, timeout=15):
+    """SIGTERM to our process, then SIGKILL to it and to the children it had, by PID."""
+    if proc.poll() is not None:
+        return
+    kids = children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def stop_all():
+    for proc in STARTED:
+        stop(proc, timeout=5)
+
+
+def on_signal(signum, _frame):
+    stop_all()
+    sys.exit(128 + signum)
 
 
 def run(cmd, **kw):
@@ -114,12 +156,7 @@ class Server:
         return [self.proc.pid] + children(self.proc.pid)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop(self.proc)
 
 
 class Aasa(Server):
@@ -129,10 +166,12 @@ class Aasa(Server):
         self.https, self.http, self.admin = free_port(), free_port(), free_port()
         self.started = time.monotonic()
         self.log = open(os.path.join(work.dir, "aasa.err"), "w")
-        self.proc = subprocess.Popen([AASA, "serve", "--config", config or work.config, "--certs", work.certs,
-                                      "--https", f"127.0.0.1:{self.https}", "--http", f"127.0.0.1:{self.http}",
-                                      "--admin", f"127.0.0.1:{self.admin}", "--workers", "2", "--max-connections", "20000"],
-                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        self.proc = start([AASA, "serve", "--config", config or work.config, "--certs", work.certs,
+                           "--https", f"127.0.0.1:{self.https}", "--http", f"127.0.0.1:{self.http}",
+                           "--admin", f"127.0.0.1:{self.admin}", "--workers", "2", "--max-connections", "20000",
+                           # every client here is 127.0.0.1: no per-address cap (default 256)
+                           "--max-connections-per-client", "0"],
+                          stdout=subprocess.DEVNULL, stderr=self.log)
         self.ready_seconds = wait_ready(self.admin, "/readyz", self.started)
 
 
@@ -143,11 +182,15 @@ class Nginx(Server):
         self.https, self.http = free_port(), free_port()
         prefix = os.path.join(work.dir, "nginx")
         os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
+        # HTTP/2 on the TLS port (ALPN h2): `http2 on` from nginx 1.25.1, `listen … http2` before.
+        version = tuple(int(x) for x in re.findall(r"nginx/(\d+)\.(\d+)\.(\d+)", run(["nginx", "-v"]).stderr)[0])
+        h2_listen, h2_directive = ("", "http2 on;") if version >= (1, 25, 1) else (" http2", "")
         servers = ""
         for host in ("bench.example", "big.example", "www.bench.example"):
             servers += f"""
   server {{
-    listen 127.0.0.1:{self.https} ssl {"default_server" if host == "bench.example" else ""};
+    listen 127.0.0.1:{self.https} ssl{h2_listen} {"default_server" if host == "bench.example" else ""};
+    {h2_directive}
     listen 127.0.0.1:{self.http} {"default_server" if host == "bench.example" else ""};
     server_name {host};
     ssl_certificate {work.crt};
@@ -185,8 +228,61 @@ http {{
         with open(path, "w") as f:
             f.write(conf)
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(["nginx", "-c", path, "-p", prefix], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = start(["nginx", "-c", path, "-p", prefix], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.ready_seconds = wait_ready(self.http, PATH, self.started, host="bench.example")
+
+
+class H2o(Server):
+    name = "h2o"
+
+    def __init__(self, work):
+        self.https, self.http = free_port(), free_port()
+        prefix = os.path.join(work.dir, "h2o")
+        os.makedirs(prefix, exist_ok=True)
+        hosts = ""
+        for host in ("bench.example", "big.example", "www.bench.example"):
+            hosts += f"""
+  "{host}":
+    paths:
+      "{PATH}":
+        file.file: {work.config}/{host}/apple-app-site-association
+        header.add: "Cache-Control: public, max-age=3600"
+        header.add: "X-Content-Type-Options: nosniff"
+"""
+        # Access log off (not configured), two threads like the others' two workers, timeouts and
+        # connection limit raised for the idle-connection test, OCSP stapling updates off (they
+        # would fetch from the network), the private key in process (neverbleed's helper is a
+        # child process, counted by pids() either way).
+        conf = f"""user: root
+num-threads: 2
+max-connections: 20000
+http1-request-timeout: 60
+http2-idle-timeout: 60
+pid-file: {prefix}/h2o.pid
+error-log: {prefix}/error.log
+file.mime.setdefaulttype: application/json
+listen:
+  host: 127.0.0.1
+  port: {self.https}
+  ssl:
+    certificate-file: {work.crt}
+    key-file: {work.key}
+    minimum-version: TLSv1.2
+    ocsp-update-interval: 0
+listen:
+  host: 127.0.0.1
+  port: {self.http}
+hosts:{hosts}"""
+        path = os.path.join(prefix, "h2o.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.started = time.monotonic()
+        self.proc = start(["h2o", "-c", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.ready_seconds = wait_ready(self.http, PATH, self.started, host="bench.example")
+
+
+SERVERS = (Aasa, Nginx, H2o)
+NAMES = [kind.name for kind in SERVERS]
 
 
 def wait_ready(port, path, started, host="localhost"):
@@ -215,11 +311,27 @@ def wrk(url, host, connections, extra=(), duration=DURATION):
     return (float(m.group(1)) if m else 0.0), errors
 
 
+def h2load(url, host, connections, extra=(), duration=DURATION, streams=10):
+    """h2load over TLS (ALPN h2) for `duration` seconds: (req/s, errors). Anything but h2, or
+    any request that failed or was not 2xx, counts as an error."""
+    cmd = ["h2load", "-t1", f"-c{connections}", f"-m{streams}", "-D", str(duration), "-H", f":authority: {host}", *extra, url + PATH]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60).stdout
+    m = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
+    if not m or not re.search(r"Application protocol: h2\b", out):
+        return 0.0, 1
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored", out)
+    codes = re.search(r"status codes: (\d+) 2xx", out)
+    errors = int(done.group(3)) + int(done.group(4)) + (int(done.group(2)) - int(codes.group(1)))
+    return float(m.group(1)), errors
+
+
+# key, label, client, scheme, Host, connections, extra arguments
 THROUGHPUT = [
-    ("https_keepalive_rps", "HTTPS keep-alive, 700 B (req/s)", "https", "bench.example", 64, ()),
-    ("https_new_connection_rps", "HTTPS new TLS connection per request (req/s)", "https", "bench.example", 16, ("-H", "Connection: close")),
-    ("http_keepalive_rps", "HTTP keep-alive, 700 B (req/s)", "http", "bench.example", 64, ()),
-    ("https_100kb_rps", "HTTPS keep-alive, 100 KB (req/s)", "https", "big.example", 16, ()),
+    ("https_keepalive_rps", "HTTPS keep-alive, 700 B (req/s)", wrk, "https", "bench.example", 64, ()),
+    ("https_new_connection_rps", "HTTPS new TLS connection per request (req/s)", wrk, "https", "bench.example", 16, ("-H", "Connection: close")),
+    ("http_keepalive_rps", "HTTP keep-alive, 700 B (req/s)", wrk, "http", "bench.example", 64, ()),
+    ("https_100kb_rps", "HTTPS keep-alive, 100 KB (req/s)", wrk, "https", "big.example", 16, ()),
+    ("h2_rps", "HTTP/2 (h2load -c16 -m10), 700 B (req/s)", h2load, "https", "bench.example", 16, ()),
 ]
 
 
@@ -362,22 +474,25 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if hard < IDLE_CONNECTIONS + 1000:
         sys.exit(f"the open-file limit ({hard}) is below {IDLE_CONNECTIONS + 1000}: raise it (ulimit -Hn) or set BENCH_IDLE_CONNECTIONS")
+    atexit.register(stop_all)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     work = Workdir()
-    results = {"machine": {"cores": os.cpu_count(), "rounds": ROUNDS, "seconds_per_run": DURATION}, "aasa": {}, "nginx": {}}
+    results = {"machine": {"cores": os.cpu_count(), "rounds": ROUNDS, "seconds_per_run": DURATION}, **{n: {} for n in NAMES}}
     try:
-        raw = {"aasa": {k[0]: [] for k in THROUGHPUT}, "nginx": {k[0]: [] for k in THROUGHPUT}}
-        cpu = {"aasa": {k[0]: [] for k in THROUGHPUT}, "nginx": {k[0]: [] for k in THROUGHPUT}}
-        idle = {"aasa": [], "nginx": []}
-        # A B A B …: each round starts both servers afresh, so drift on this shared machine hits both.
+        raw = {n: {k[0]: [] for k in THROUGHPUT} for n in NAMES}
+        cpu = {n: {k[0]: [] for k in THROUGHPUT} for n in NAMES}
+        idle = {n: [] for n in NAMES}
+        # A B C A B C …: each round starts every server afresh, so drift on this shared machine hits all three.
         for r in range(ROUNDS):
-            for kind in (Aasa, Nginx):
+            for kind in SERVERS:
                 server = kind(work)
                 try:
                     idle[server.name].append(rss_kb(server.pids()))
-                    for key, _, scheme, host, conns, extra in THROUGHPUT:
+                    for key, _, client, scheme, host, conns, extra in THROUGHPUT:
                         pids = server.pids()
                         before = cpu_seconds(pids)
-                        rps, errors = wrk(server.urls()[scheme], host, conns, extra)
+                        rps, errors = client(server.urls()[scheme], host, conns, extra)
                         # The server's own CPU per request: wrk shares the machine, so when it
                         # saturates, req/s hides how much work each server does.
                         us = (cpu_seconds(pids) - before) / max(1, rps * DURATION) * 1e6
@@ -386,13 +501,13 @@ def main():
                         print(f"round {r + 1} {server.name:5} {key:26} {rps:10.0f} req/s  {us:6.1f} us CPU/req  errors {errors}", flush=True)
                 finally:
                     server.stop()
-        for name in ("aasa", "nginx"):
+        for name in NAMES:
             for key in raw[name]:
                 results[name][key] = summary(raw[name][key])
                 results[name][key + "_cpu_us"] = summary(cpu[name][key])
             results[name]["rss_idle_kb"] = summary(idle[name])
 
-        for kind in (Aasa, Nginx):
+        for kind in SERVERS:
             server = kind(work)
             try:
                 rss, opened = idle_memory(server)
@@ -416,27 +531,39 @@ def main():
 
         results["aasa"]["scale"] = scale(work)
     finally:
+        stop_all()
         work.cleanup()
 
     rows = [(label, key) for key, label, *_ in THROUGHPUT] + [
         (label.replace("(req/s)", "(server CPU µs/req)"), key + "_cpu_us") for key, label, *_ in THROUGHPUT] + [
         ("RSS idle (kB)", "rss_idle_kb"), (f"RSS, {IDLE_CONNECTIONS} idle TLS connections (kB)", "rss_10k_idle_tls_kb")]
-    lines = [f"{'figure':52} {'aasa median (range)':>30} {'nginx median (range)':>30} {'aasa/nginx':>10}"]
+    # Each cell: the median of the rounds and, in brackets, the spread (max - min) / median.
+    lines = [f"{'figure':58}" + "".join(f"{n + ' median (spread)':>26}" for n in NAMES)
+             + "".join(f"{'aasa/' + n:>12}" for n in NAMES[1:])]
     for label, key in rows:
-        a, n = results["aasa"][key], results["nginx"][key]
         digits = 1 if key.endswith("_cpu_us") else 0
-        lines.append(f"{label:52} {a['median']:>12.{digits}f} ({a['min']:.{digits}f}–{a['max']:.{digits}f}) "
-                     f"{n['median']:>14.{digits}f} ({n['min']:.{digits}f}–{n['max']:.{digits}f}) {a['median'] / n['median']:>10.2f}")
+        cells = ""
+        for n in NAMES:
+            v = results[n][key]
+            spread = (v["max"] - v["min"]) / v["median"] * 100 if v["median"] else 0
+            cells += f"{v['median']:>18.{digits}f} ({spread:3.0f} %)"
+        ratios = "".join(f"{results['aasa'][key]['median'] / results[n][key]['median']:>12.2f}" if results[n][key]["median"] else f"{'n/a':>12}"
+                         for n in NAMES[1:])
+        lines.append(f"{label:58}{cells}{ratios}")
     s = results["aasa"]["scale"]
     big = str(SCALE_SITES)
     lines += [
-        f"{'aasa start-up, 3 / ' + big + ' sites (s)':52} {s['3']['startup_s']:>12.3f} / {s[big]['startup_s']:.3f}",
-        f"{'aasa RSS, 3 / ' + big + ' sites (kB)':52} {s['3']['rss_kb']:>12} / {s[big]['rss_kb']}",
-        f"{'aasa HTTPS keep-alive, 3 / ' + big + ' sites (req/s)':52} {s['3']['https_keepalive_rps']:>12.0f} / {s[big]['https_keepalive_rps']:.0f}"
+        f"{'aasa start-up, 3 / ' + big + ' sites (s)':58} {s['3']['startup_s']:>12.3f} / {s[big]['startup_s']:.3f}",
+        f"{'aasa RSS, 3 / ' + big + ' sites (kB)':58} {s['3']['rss_kb']:>12} / {s[big]['rss_kb']}",
+        f"{'aasa HTTPS keep-alive, 3 / ' + big + ' sites (req/s)':58} {s['3']['https_keepalive_rps']:>12.0f} / {s[big]['https_keepalive_rps']:.0f}"
         f"   ratio {s[big]['https_keepalive_rps'] / s['3']['https_keepalive_rps']:.2f}",
-        f"{'aasa reload, write to new content p50 / p99 (ms)':52} {results['aasa']['reload_p50_ms']['median']:>12.1f} / {results['aasa']['reload_p99_ms']['median']:.1f}",
-        f"{'aasa HTTP under 10 rewrites/s (req/s, errors)':52} {results['aasa']['rewrite_load_rps']['median']:>12.0f}, {results['aasa']['rewrite_load_errors']['median']:.0f} errors",
+        f"{'aasa reload, write to new content p50 / p99 (ms)':58} {results['aasa']['reload_p50_ms']['median']:>12.1f} / {results['aasa']['reload_p99_ms']['median']:.1f}",
+        f"{'aasa HTTP under 10 rewrites/s (req/s, errors)':58} {results['aasa']['rewrite_load_rps']['median']:>12.0f}, {results['aasa']['rewrite_load_errors']['median']:.0f} errors",
     ]
+    for n in NAMES:
+        opened = results[n].get("idle_tls_connections_opened", IDLE_CONNECTIONS)
+        if opened < IDLE_CONNECTIONS:
+            lines.append(f"WARNING: {n} accepted only {opened} of {IDLE_CONNECTIONS} idle TLS connections: its RSS row is not comparable")
     table = "\n".join(lines)
     print("\n" + table)
     results["table"] = table
