@@ -9,7 +9,7 @@ import Glibc
 /// reading (`aasa serve | sleep 1000`, a stuck log shipper): with the loops writing themselves,
 /// one full pipe stopped every loop and the control thread, and SIGTERM could no longer end the
 /// process. Here the loops and the control thread only copy their bytes into a bounded buffer
-/// (one lock, one copy per turn of a loop, a wake-up only when the writer sleeps); the writer
+/// (one lock, one copy per turn of a loop); the writer
 /// thread alone blocks in write(2). When the buffer is full, whole batches are dropped and
 /// their lines counted (`aasa_log_lines_dropped_total`), with one line on stderr when dropping
 /// starts and one when it stops.
@@ -42,7 +42,12 @@ final class LogStream: @unchecked Sendable {
     // Guarded by `mutex`.
     private var pending: [UInt8] = []
     private var writerStarted = false
-    private var writerIdle = false
+    /// The writer waits with no deadline (it found nothing to write a whole interval): the next
+    /// write must wake it. While lines keep coming it wakes on its own every `interval`, so a
+    /// loop under load never pays a futex wake-up per turn.
+    private var writerAsleep = false
+    /// How often a busy writer looks for more, in milliseconds: the most a line waits.
+    static let interval = 20
     private var writing = false
     private var dropping = false
     private var droppedWhileDropping = 0
@@ -88,7 +93,8 @@ final class LogStream: @unchecked Sendable {
         }
         if pending.count + bytes.count <= capacity + (isNotice ? noticeRoom : 0), failure == 0 || isNotice {
             pending.append(contentsOf: bytes)
-            if writerIdle { pthread_cond_signal(work) }
+            // A busy writer comes back on its own; a sleeping one, or a buffer filling fast, is woken.
+            if writerAsleep || pending.count > capacity / 4 { pthread_cond_signal(work) }
         } else {
             let lines = LogStream.lineCount(bytes)
             dropped.add(lines, ordering: .relaxed)
@@ -112,6 +118,7 @@ final class LogStream: @unchecked Sendable {
     func flush(until deadline: Int64) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        if !pending.isEmpty { pthread_cond_signal(work) }
         while (!pending.isEmpty || writing) && failure == 0 {
             let now = monotonicMilliseconds()
             if now >= deadline { return false }
@@ -130,13 +137,26 @@ final class LogStream: @unchecked Sendable {
 
     private func writeForever() {
         var batch: [UInt8] = []
+        var busy = false
         pthread_mutex_lock(mutex)
         while true {
             while pending.isEmpty {
-                writerIdle = true
-                pthread_cond_wait(work, mutex)
-                writerIdle = false
+                if busy {
+                    // Lines came lately: look again after an interval without being asked.
+                    var until = timespec()
+                    clock_gettime(CLOCK_MONOTONIC, &until)
+                    until.tv_nsec += LogStream.interval * 1_000_000
+                    until.tv_sec += until.tv_nsec / 1_000_000_000
+                    until.tv_nsec %= 1_000_000_000
+                    pthread_cond_timedwait(work, mutex, &until)
+                    busy = !pending.isEmpty
+                } else {
+                    writerAsleep = true
+                    pthread_cond_wait(work, mutex)
+                    writerAsleep = false
+                }
             }
+            busy = true
             swap(&batch, &pending)
             writing = true
             pthread_mutex_unlock(mutex)
