@@ -64,6 +64,8 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     clock.now += configuration.idleTimeout + 1
     session.deadlineReached(output: &output)
     precondition(session.isClosing, "a drained, timed-out session must close")
+    // The session holds its dispatch unowned (unsafe): keep it alive to the end.
+    withExtendedLifetime(dispatch) {}
     return 0
 }
 

@@ -7,7 +7,9 @@ import AASAHTTP
 final class HTTP1Session: ProtocolSession {
     private let configuration: HTTP1Configuration
     private let clock: LoopClock
-    private unowned let dispatch: RequestDispatch
+    /// The connection, which owns this session and so outlives it (`unowned(unsafe)`: no atomic
+    /// reference counting per request).
+    private unowned(unsafe) let dispatch: RequestDispatch
     private var parser: RequestParser
     /// Received bytes not yet consumed: a partial head, or pipelined requests.
     private var input: [UInt8] = []

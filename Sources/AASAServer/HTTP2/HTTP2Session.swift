@@ -15,7 +15,9 @@ final class HTTP2Session: ProtocolSession {
     let configuration: HTTP2Configuration
     private let clock: LoopClock
     /// The connection owns both the session and its dispatch.
-    private unowned let dispatch: RequestDispatch
+    /// The connection, which owns this session and so outlives it (`unowned(unsafe)`: no atomic
+    /// reference counting per stream).
+    private unowned(unsafe) let dispatch: RequestDispatch
     /// `nghttp2_session *`, whose callbacks reach this object through an unretained pointer:
     /// it is freed in `deinit`, before this object is gone.
     private var session: OpaquePointer!
