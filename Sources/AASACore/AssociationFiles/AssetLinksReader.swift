@@ -227,15 +227,11 @@ struct AssetLinksReader {
     }
 
     private mutating func reportUnknownKey(_ member: JSONMember, known: [String], in place: String, path: JSONPath) {
-        var message = "unknown key \(JSONWriter.message(member.key)) in \(place) is ignored"
-        if let suggestion = KeySuggestion.closest(to: member.key, among: known) {
-            message += "; did you mean \(JSONWriter.message(suggestion))?"
-        }
-        report(.unknownKey, message, at: member.keyOffset, path)
+        sink.reportUnknownKey(member, known: known, in: place, path: path)
     }
 
     private mutating func reportType(_ value: JSONValue, expected: String, path: JSONPath) {
-        report(.wrongType, "expected \(expected), found \(value.typeName)", at: value.offset, path)
+        sink.reportType(value, expected: expected, path: path)
     }
 
     private mutating func report(_ code: DiagnosticCode, _ message: String, at offset: Int, _ path: JSONPath) {

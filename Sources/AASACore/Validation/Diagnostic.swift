@@ -39,4 +39,18 @@ struct DiagnosticSink {
         diagnostics.append(Diagnostic(code, message, at: map.position(of: offset), path: path))
     }
 
+    /// An unknown key, with the closest known one as a suggestion (every kind of file says it
+    /// the same way).
+    mutating func reportUnknownKey(_ member: JSONMember, known: [String], in place: String, path: JSONPath) {
+        var message = "unknown key \(JSONWriter.message(member.key)) in \(place) is ignored"
+        if let suggestion = KeySuggestion.closest(to: member.key, among: known) {
+            message += "; did you mean \(JSONWriter.message(suggestion))?"
+        }
+        report(.unknownKey, message, at: member.keyOffset, path: path)
+    }
+
+    /// A value of the wrong JSON type.
+    mutating func reportType(_ value: JSONValue, expected: String, path: JSONPath) {
+        report(.wrongType, "expected \(expected), found \(value.typeName)", at: value.offset, path: path)
+    }
 }
