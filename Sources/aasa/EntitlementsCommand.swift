@@ -122,14 +122,7 @@ struct EntitlementsCommand: ParsableCommand {
     /// Each entitlement against the site the server would serve for its host.
     private func judgeConfig(_ domains: [(String, AssociatedDomain)]) throws -> [(String, AssociatedDomain, EntitlementVerdict)] {
         guard let config else { return [] }
-        let sites: [InputFiles.Site]
-        do {
-            sites = try InputFiles.sites(in: config)
-        } catch {
-            FileHandleOutput.standardError.write("aasa: \(error)\n")
-            throw ExitCode(2)
-        }
-        let index = SiteIndex(sites.map { ($0.name, $0.file) })
+        let (_, index) = try InputFiles.siteIndex(config: config)
         return domains.map { text, domain in
             let host = domain.fileHost
             // The server's lookup: exact, then wildcard, and a wildcard folder also serves its base

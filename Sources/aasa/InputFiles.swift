@@ -1,4 +1,5 @@
 import AASACore
+import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,6 +64,18 @@ enum InputFiles {
     /// The sites of a config directory, in byte order of their names. Entries that begin with
     /// `.` are skipped (Kubernetes' `..data`); other names that are not host names are reported
     /// through `skipped`.
+    /// The sites of a config directory and the server's lookup over their AASA files, for the
+    /// commands that take `--config`; an unreadable directory is reported and exits 2.
+    static func siteIndex(config: String) throws -> (sites: [Site], index: SiteIndex<String>) {
+        do {
+            let sites = try InputFiles.sites(in: config)
+            return (sites, SiteIndex(sites.map { ($0.name, $0.file) }))
+        } catch {
+            FileHandleOutput.standardError.write("aasa: \(error)\n")
+            throw ExitCode(2)
+        }
+    }
+
     static func sites(in directory: String, skipped: (String) -> Void = { _ in }) throws -> [Site] {
         guard let dir = opendir(directory) else {
             throw ReadError(description: "\(directory): cannot open directory: \(errnoText())")

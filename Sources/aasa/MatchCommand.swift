@@ -49,14 +49,7 @@ struct MatchCommand: ParsableCommand {
 
         let path: String
         if let config {
-            let sites: [InputFiles.Site]
-            do {
-                sites = try InputFiles.sites(in: config)
-            } catch {
-                FileHandleOutput.standardError.write("aasa: \(error)\n")
-                throw ExitCode(2)
-            }
-            let index = SiteIndex(sites.map { ($0.name, $0.file) })
+            let (sites, index) = try InputFiles.siteIndex(config: config)
             guard let site = index.lookup(domain) else {
                 let names = sites.map(\.name.description)
                 FileHandleOutput.standardError.write("aasa: no site in \(config) serves \(domain)"
