@@ -59,9 +59,12 @@ run: build
 test: test-deps unit-test fuzz-smoke lint-deploy
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
+# A test run that hangs is stopped at TEST_TIME_LIMIT (the whole suite takes 3 to 10 minutes),
+# with every process it started, and the tests still running are named.
+TEST_TIME_LIMIT ?= 40m
 unit-test:
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build 2>&1 | tee .build/test.log
+	Scripts/run-bounded $(TEST_TIME_LIMIT) .build/test.log $(SWIFT) test --skip-build
 
 # libFuzzer over AASACore (JSON parser, validator, matcher), over the HTTP request parser, and
 # over the HTTP/2 session (nghttp2 and our limits).

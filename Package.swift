@@ -47,13 +47,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Child processes for the tests, every wait bounded (Foundation's waitUntilExit is not).
+        .target(name: "ChildProcess", path: "Tests/ChildProcess"),
         .testTarget(name: "AASACoreTests", dependencies: ["AASACore"]),
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
         // The server's layers on their own: sessions fed byte scripts with a fake clock, the TLS
         // stream over a socket pair, event loops in process with millisecond timeouts.
-        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "AASACore", "CNghttp2", "COpenSSL"]),
+        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "AASACore", "CNghttp2", "COpenSSL", "ChildProcess"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
-        .testTarget(name: "aasaTests", dependencies: ["aasa"]),
+        .testTarget(name: "aasaTests", dependencies: ["aasa", "ChildProcess"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import AASAHTTP
+import ChildProcess
 import Foundation
 import Synchronization
 import Testing
@@ -107,16 +108,8 @@ private final class H2cTestServer: @unchecked Sendable {
 }
 
 private func run(_ tool: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    let r = try runCommand(URL(fileURLWithPath: tool), arguments, timeout: 120)
+    return r.stdout + r.stderr
 }
 
 @Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/nghttp")

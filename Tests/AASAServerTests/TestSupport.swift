@@ -1,4 +1,5 @@
 import AASACore
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -22,12 +23,8 @@ enum TestPKI {
         printf 'subjectAltName=DNS:example.com,DNS:www.example.com\\nextendedKeyUsage=serverAuth\\n' > site.ext
         openssl x509 -req -in site.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 -sha256 -extfile site.ext -out certs/site.crt 2>/dev/null
         """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-c", script]
-        try! p.run()
-        p.waitUntilExit()
-        precondition(p.terminationStatus == 0, "making test certificates failed")
+        let made = try! runCommand(URL(fileURLWithPath: "/bin/bash"), ["-c", script], timeout: 120)
+        precondition(made.status == 0, "making test certificates failed: \(made.stderr)")
         return dir
     }()
 

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -295,10 +296,7 @@ import Glibc
         haproxy.standardOutput = FileHandle.nullDevice
         haproxy.standardError = FileHandle.nullDevice
         try haproxy.run()
-        defer {
-            kill(haproxy.processIdentifier, SIGTERM)
-            haproxy.waitUntilExit()
-        }
+        defer { haproxy.stop(grace: 10) }
         let server = try startServer(pebble, ports: ports, sites: ["one.acme.test"], challenge: challenge, extra: ["--proxy-protocol"])
         #expect(waitForCertificates(server, ["one.acme.test"]), "\(server.log)")
         let r = try verify("one.acme.test", port: tlsFront, root: try pebble.issuingRoot())
@@ -344,10 +342,7 @@ import Glibc
         haproxy.standardOutput = FileHandle.nullDevice
         haproxy.standardError = FileHandle.nullDevice
         try haproxy.run()
-        defer {
-            kill(haproxy.processIdentifier, SIGTERM)
-            haproxy.waitUntilExit()
-        }
+        defer { haproxy.stop(grace: 10) }
         let a = try startServer(pebble, ports: replicaPorts[0], challenge: challenge)
         let b = try startServer(pebble, ports: replicaPorts[1], challenge: challenge, reuse: a.directory)
         #expect(waitForCertificates(a, ACMETests.hosts), "\(a.log)\n\(b.log)")

@@ -1,19 +1,10 @@
+import ChildProcess
 import Foundation
 
+/// What a command printed and how it ended (for every file of this module).
+typealias CommandResult = ChildProcess.CommandResult
+
 /// Runs the built `aasa` binary, as a user would from a shell.
-struct CommandResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-
-    /// stdout parsed as JSON.
-    func json() throws -> [String: Any] {
-        let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8))
-        guard let dict = object as? [String: Any] else { throw CocoaError(.coderReadCorrupt) }
-        return dict
-    }
-}
-
 enum AASABinary {
     /// `swift test` puts the test bundle beside the products it built, `aasa` among them.
     static let url: URL = {
@@ -29,26 +20,9 @@ enum AASABinary {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// - Parameter environment: variables set (or, with an empty value, set empty) on top of ours.
-    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> CommandResult {
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        process.currentDirectoryURL = directory ?? packageRoot
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes to the end before waiting, so a full pipe cannot stall the child.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CommandResult(status: process.terminationStatus,
-                             stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
+    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
+                    timeout: Double = 300) throws -> CommandResult {
+        try runCommand(url, arguments, directory: directory ?? packageRoot, environment: environment, timeout: timeout)
     }
 }
 

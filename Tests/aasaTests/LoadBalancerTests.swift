@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -74,10 +75,7 @@ final class Balanced: @unchecked Sendable {
         }
     }
 
-    deinit {
-        haproxy.terminate()
-        haproxy.waitUntilExit()
-    }
+    deinit { haproxy.stop(grace: 10) }
 
     enum Mode { case terminating, passthrough }
 
@@ -122,8 +120,10 @@ final class Balanced: @unchecked Sendable {
             var stop = false
         }
         let tally = Tally()
+        let finished = DispatchSemaphore(value: 0)
         let workers = [Balanced.Mode.terminating, .passthrough].map { mode in
             Thread {
+                defer { finished.signal() }
                 for _ in 0..<2000 {
                     tally.lock.lock(); let stop = tally.stop; tally.lock.unlock()
                     if stop { return }
@@ -135,13 +135,15 @@ final class Balanced: @unchecked Sendable {
             }
         }
         workers.forEach { $0.start() }
+        // The workers stop however the restarts end (each within one request).
+        defer { tally.lock.lock(); tally.stop = true; tally.lock.unlock() }
         usleep(500_000)
         try lb.restart(0)
         usleep(1_000_000)
         try lb.restart(1)
         usleep(1_000_000)
         tally.lock.lock(); tally.stop = true; tally.lock.unlock()
-        while workers.contains(where: { $0.isExecuting }) { usleep(50_000) }
+        for _ in workers { #expect(finished.wait(timeout: .now() + 30) == .success, "a worker did not stop") }
         tally.lock.lock(); defer { tally.lock.unlock() }
         #expect(tally.failed.isEmpty, "\(tally.failed.count) failed: \(tally.failed.prefix(5))")
         #expect(tally.ok > 20)

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -111,12 +112,7 @@ final class Pebble {
 
     /// Stops both processes (SIGTERM to each PID this fixture started, then waits).
     func stop() {
-        for p in processes.reversed() where p.isRunning {
-            kill(p.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(5)
-            while p.isRunning && Date() < deadline { usleep(20_000) }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
-        }
+        for p in processes.reversed() { p.stop(grace: 5) }
     }
 
     deinit { stop() }

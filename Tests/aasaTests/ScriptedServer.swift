@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -159,16 +160,11 @@ final class TLSFront {
             }
             usleep(50_000)
         }
-        process.terminate()
+        process.stop(grace: 5)
         throw HarnessError(description: "haproxy did not listen on \(port)")
     }
 
-    deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    deinit { process.stop(grace: 10) }
 }
 
 extension TestCertificates {

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -40,7 +41,7 @@ import Glibc
         let log = OutputBuffer(err.fileHandleForReading)
         let access = OutputBuffer(out.fileHandleForReading)
         try process.run()
-        defer { process.terminate(); process.waitUntilExit() }
+        defer { process.stop(grace: 15) }
         #expect(log.wait(for: "ready:", timeout: 10))
         #expect(log.text.contains("\"level\":\"info\""), "JSON event log")
         let line = try #require(log.text.split(separator: "\n").first { $0.contains("listening http [::1]:") })

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -90,7 +91,7 @@ import Glibc
             }
             #expect(verdict?.contains("bystander") == true && verdict?.contains("served") == true)
         }
-        #expect(server.process.isRunning)
+        #expect(!server.process.hasExited)
         return r.stdout
     }
 

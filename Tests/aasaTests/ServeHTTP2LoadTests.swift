@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ import Glibc
             try replace(file, version)
             usleep(30_000)
         }
-        let stillRunning = load.process.isRunning
+        let stillRunning = !load.process.hasExited
         #expect(load.wait(timeout: 120), "h2load did not finish: \(load.output.text.suffix(400))")
         let summary = try #require(H2LoadSummary(load.output.text), "\(load.output.text.suffix(800))")
         #expect(summary.succeeded == 50000 && summary.failed == 0 && summary.errored == 0 && summary.timeout == 0,
@@ -36,7 +37,7 @@ import Glibc
         #expect(sizes.count >= 3, "served sizes during the run: \(sizes.sorted())")
         #expect(sizes.isSubset(of: Set(([exampleCom] + versions).map(\.utf8.count))), "\(sizes.sorted())")
         #expect(server.log.count(of: "reloaded:") >= 2)
-        #expect(server.process.isRunning)
+        #expect(!server.process.hasExited)
     }
 
     @Test func sigtermDuringH2loadAnswersEveryStreamSentAndExitsZeroWithinTheGrace() throws {
@@ -57,7 +58,7 @@ import Glibc
         watcher.standardError = pipe
         let watched = OutputBuffer(pipe.fileHandleForReading)
         try watcher.run()
-        defer { if watcher.isRunning { watcher.terminate() } }
+        defer { watcher.stop(grace: 10) }
         #expect(ServerProcess.waitFor(timeout: 20) {
             server.accessLog.count(of: "\"h2load") >= 2000 && watched.text.contains("loaded tls") && watched.text.contains("loaded h2c")
         }, "h2load or the watcher did not start: \(watched.text)")
@@ -70,9 +71,7 @@ import Glibc
 
         // The watcher: every stream it sent was answered 200 in full under a final GOAWAY
         // NO_ERROR that names it, after the notice; none refused or reset; then the server closed.
-        let deadline = Date().addingTimeInterval(30)
-        while watcher.isRunning && Date() < deadline { usleep(20_000) }
-        #expect(!watcher.isRunning && watcher.terminationStatus == 0, "\(watched.text)")
+        #expect(watcher.exitStatus(within: 30) == 0, "\(watched.text)")
         for transport in ["tls", "h2c"] {
             let verdict = watched.text.split(separator: "\n").first { $0.contains(" \(transport) graceful-shutdown: ") }
             #expect(verdict?.hasPrefix("PASS ") == true, "\(verdict ?? "no line"): \(watched.text)")
@@ -129,14 +128,12 @@ private final class H2Load {
     }
 
     deinit {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        process.stop(grace: 10)
     }
 
     /// Waits for h2load to exit, and for its last lines to be read.
     func wait(timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { return false }
+        if process.exitStatus(within: timeout) == nil { return false }
         return output.wait(for: "status codes:", timeout: 5)
     }
 }

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -64,7 +65,7 @@ import Glibc
         process.standardOutput = FileHandle.nullDevice
         let log = OutputBuffer(err.fileHandleForReading)
         try process.run()
-        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        defer { process.stop(grace: 15) }
         #expect(log.wait(for: "ready:", timeout: 20))
         let port = try #require(ServerProcess.port("http", in: log.text))
         // More connections than descriptors: the rest wait in the backlog.

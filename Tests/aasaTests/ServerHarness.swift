@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -117,7 +118,7 @@ final class ServerProcess {
         let ready = stderrBuffer.wait(for: "ready:", timeout: 20)
         guard ready, let h = ServerProcess.port("https", in: stderrBuffer.text), let p = ServerProcess.port("http", in: stderrBuffer.text),
               let a = ServerProcess.port("admin", in: stderrBuffer.text) else {
-            process.terminate()
+            process.stop(grace: 5)
             throw HarnessError(description: "server did not start: \(stderrBuffer.text)")
         }
         https = h
@@ -126,14 +127,8 @@ final class ServerProcess {
     }
 
     deinit {
-        if process.isRunning {
-            process.terminate()
-            // A server that ignores SIGTERM (the bug under test) must not hang the test run.
-            let deadline = Date().addingTimeInterval(15)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        // A server that ignores SIGTERM (the bug under test) must not hang the test run.
+        process.stop(grace: 15)
     }
 
     var log: String { stderrBuffer.text }
@@ -176,9 +171,7 @@ final class ServerProcess {
     /// Sends a signal and waits for the process to exit; returns its status, or nil on timeout.
     func stop(signal: Int32 = SIGTERM, timeout: Double = 15) -> Int32? {
         kill(process.processIdentifier, signal)
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
+        return process.exitStatus(within: timeout)
     }
 }
 
@@ -240,23 +233,8 @@ func freePort() throws -> Int {
 }
 
 enum Shell {
-    static func run(_ executable: String, _ arguments: [String], input: String? = nil) throws -> CommandResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let inPipe = Pipe()
-        process.standardInput = inPipe
-        try process.run()
-        if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-        try? inPipe.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CommandResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    static func run(_ executable: String, _ arguments: [String], input: String? = nil, timeout: Double = 300) throws -> CommandResult {
+        try runCommand(URL(fileURLWithPath: executable), arguments, input: input.map { Data($0.utf8) }, timeout: timeout)
     }
 }
 

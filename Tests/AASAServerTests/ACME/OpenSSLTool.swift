@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 
 /// The `openssl` command, to check what libcrypto made in process with a second implementation.
@@ -9,17 +10,8 @@ enum OpenSSLTool {
 
     /// Runs `openssl ARGS` in `directory`; stdout and stderr together.
     static func run(_ arguments: [String], in directory: String) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = arguments
-        p.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        let r = try runCommand(URL(fileURLWithPath: "/usr/bin/openssl"), arguments, directory: URL(fileURLWithPath: directory), timeout: 120)
+        return Result(status: r.status, output: r.stdout + r.stderr)
     }
 
     static func temporaryDirectory() throws -> String {
