@@ -54,6 +54,26 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         #expect(!tls12.stdout.contains("Cipher is (NONE)"))
     }
 
+    /// Session tickets are on (SPEC 3.1): one TLS 1.3 ticket per full handshake, and a session
+    /// resumes under TLS 1.3 and TLS 1.2.
+    @Test func sessionsResumeFromOneTicket() throws {
+        let directory = try TemporaryDirectory()
+        let request = "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"
+        for version in ["-tls1_3", "-tls1_2"] {
+            let session = directory.url.appendingPathComponent("session\(version)").path
+            // -ign_eof reads until the server closes, so the tickets sent after the handshake arrive.
+            let first = try Shell.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(server.https)", "-servername", "example.com",
+                                                           version, "-msg", "-ign_eof", "-sess_out", session], input: request)
+            #expect(first.stdout.contains("HTTP/1.1 200 OK"), "\(first.stdout.suffix(600))")
+            #expect(first.stdout.contains("New, TLSv1.\(version.last!)"))
+            #expect(first.stdout.components(separatedBy: "NewSessionTicket").count - 1 == 1, "one ticket per handshake")
+            let again = try Shell.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(server.https)", "-servername", "example.com",
+                                                           version, "-ign_eof", "-sess_in", session], input: request)
+            #expect(again.stdout.contains("Reused, TLSv1.\(version.last!)"), "\(again.stdout.prefix(1200))")
+            #expect(again.stdout.contains("HTTP/1.1 200 OK"))
+        }
+    }
+
     @Test func aHostTheConnectionsCertificateDoesNotCoverIs421() throws {
         let r = try server.curlHTTPS(host: "news.example.org", ["-H", "Host: example.com"])
         #expect(RawHTTP.status(r.stdout) == 421, "\(r.stdout)")

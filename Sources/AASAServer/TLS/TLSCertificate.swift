@@ -82,6 +82,9 @@ public final class TLSCertificate: @unchecked Sendable {
         // TLS 1.2: ECDHE key exchange with AEAD ciphers only. TLS 1.3 suites are all AEAD.
         guard SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20") == 1 else { throw TLSError("SSL_CTX_set_cipher_list") }
         _ = aasa_SSL_CTX_set_session_cache_mode(ctx, aasa_session_cache_server())
+        // One TLS 1.3 ticket per full handshake instead of OpenSSL's two: each costs an encrypted
+        // session and a record, and the clients of this server rarely resume.
+        _ = SSL_CTX_set_num_tickets(ctx, 1)
         let sid: [UInt8] = Array("aasa".utf8)
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
         aasa_SSL_CTX_use_alpn(ctx, offersHTTP2 ? 1 : 0)
