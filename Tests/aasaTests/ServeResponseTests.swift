@@ -140,6 +140,34 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         #expect(r.components(separatedBy: "Connection: close").count == 2, "only the last response closes")
     }
 
+    /// Four requests in four TLS records that reach the server in one TCP segment: the server
+    /// reads them in one go (read-ahead) and must answer all four, though the socket has
+    /// nothing more to report once the first is read.
+    @Test func tlsRecordsArrivingTogetherAreAllAnswered() throws {
+        let script = """
+        import socket, ssl, sys
+        ctx = ssl.create_default_context(cafile=sys.argv[2])
+        ctx.set_alpn_protocols(["http/1.1"])
+        raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        s = ctx.wrap_socket(raw, server_hostname="example.com")
+        get = b"GET \(wellKnown) HTTP/1.1\\r\\nHost: example.com\\r\\n\\r\\n"
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        for last in [False, False, False, True]:
+            s.sendall(get.replace(b"\\r\\n\\r\\n", b"\\r\\nConnection: close\\r\\n\\r\\n") if last else get)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+        s.settimeout(10)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk: break
+            data += chunk
+        sys.stdout.write(data.decode())
+        """
+        let r = try Shell.run("/usr/bin/python3", ["-c", script, "\(server.https)", TestCertificates.caFile], timeout: 30)
+        #expect(RawHTTP.statuses(r.stdout) == [200, 200, 200, 200], "\(r.stdout.suffix(300))\(r.stderr)")
+        #expect(r.stdout.components(separatedBy: exampleCom).count == 5)
+    }
+
     @Test func aLargeFileIsServedWholeAlsoWhenPipelined() throws {
         let components = (0..<1500).map { #"{"/": "/products/category-\#($0)/*", "comment": "category \#($0)"}"# }.joined(separator: ", ")
         let big = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": ["# + components + "]}]}}"

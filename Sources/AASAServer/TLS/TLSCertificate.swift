@@ -85,6 +85,8 @@ public final class TLSCertificate: @unchecked Sendable {
         // One TLS 1.3 ticket per full handshake instead of OpenSSL's two: each costs an encrypted
         // session and a record, and the clients of this server rarely resume.
         _ = SSL_CTX_set_num_tickets(ctx, 1)
+        // Read what the socket holds in one read instead of a record header, then its body.
+        _ = aasa_SSL_CTX_set_read_ahead(ctx, 1)
         let sid: [UInt8] = Array("aasa".utf8)
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
         aasa_SSL_CTX_use_alpn(ctx, offersHTTP2 ? 1 : 0)
