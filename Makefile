@@ -18,7 +18,7 @@ FUZZ_TIME  ?= 30
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -66,22 +66,52 @@ unit-test:
 	$(SWIFT) build --build-tests
 	Scripts/run-bounded $(TEST_TIME_LIMIT) .build/test.log $(SWIFT) test --skip-build
 
-# libFuzzer over AASACore (JSON parser, validator, matcher), over the HTTP request parser, and
-# over the HTTP/2 session (nghttp2 and our limits).
-# `make fuzz FUZZ_TIME=600` runs longer; crashes are written as crash-* files.
-fuzz: $(FUZZ_DIR)/aasa-fuzz $(FUZZ_DIR)/http-fuzz $(FUZZ_DIR)/proxy-fuzz $(FUZZ_DIR)/h2-fuzz
-	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-http $(FUZZ_DIR)/corpus-proxy $(FUZZ_DIR)/corpus-h2
-	$(FUZZ_DIR)/aasa-fuzz -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
-	  -dict=Fuzz/aasa.dict $(FUZZ_DIR)/corpus Fuzz/seeds
-	$(FUZZ_DIR)/http-fuzz -max_total_time=$(FUZZ_TIME) -max_len=20000 -timeout=10 \
-	  $(FUZZ_DIR)/corpus-http Fuzz/seeds-http
-	$(FUZZ_DIR)/proxy-fuzz -max_total_time=$(FUZZ_TIME) -max_len=1024 -timeout=10 \
-	  $(FUZZ_DIR)/corpus-proxy Fuzz/seeds-proxy
-	$(FUZZ_DIR)/h2-fuzz -max_total_time=$(FUZZ_TIME) -max_len=70000 -timeout=10 \
-	  $(FUZZ_DIR)/corpus-h2 Fuzz/seeds-h2
+# libFuzzer over AASACore (JSON parser, validator, matcher), over the HTTP request parser, the
+# PROXY header parser and the HTTP/2 session (nghttp2 and our limits). Each target reads its
+# hand-written seeds (Fuzz/seeds/<target>/) and the committed, minimised corpus
+# (Fuzz/corpus/<target>/), both read-only; what it finds new goes to the scratch directory
+# .build-fuzz/new/<target>/ (libFuzzer writes to the first directory it is given).
+# `make fuzz FUZZ_TIME=480` runs longer; crashes are written to .build-fuzz/ as crash-* files.
+# `make fuzz-merge` then folds the scratch finds into the committed corpus, minimised again.
+FUZZ_TARGETS       := aasa http proxy h2
+FUZZ_BINARIES      := $(addprefix $(FUZZ_DIR)/,$(addsuffix -fuzz,$(FUZZ_TARGETS)))
+FUZZ_FLAGS_aasa    := -max_len=4096 -dict=Fuzz/aasa.dict
+FUZZ_FLAGS_http    := -max_len=20000
+FUZZ_FLAGS_proxy   := -max_len=1024
+FUZZ_FLAGS_h2      := -max_len=70000
+
+define fuzz_run
+	@echo "== $(1)-fuzz, $(FUZZ_TIME) s"
+	mkdir -p $(FUZZ_DIR)/new/$(1)
+	$(FUZZ_DIR)/$(1)-fuzz -max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/ \
+	  $(FUZZ_FLAGS_$(1)) $(FUZZ_DIR)/new/$(1) Fuzz/corpus/$(1) Fuzz/seeds/$(1)
+
+endef
+
+fuzz: $(FUZZ_BINARIES)
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_run,$(t)))
 
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_TIME=10
+
+# Re-minimises each committed corpus with libFuzzer's -merge=1. The merge starts from a copy of
+# the seeds (they are always read, so never copied into the corpus), then takes from the
+# committed corpus and the scratch finds only the inputs that add coverage, under their SHA-1
+# names. FUZZ_NEW=<dir> merges another scratch directory (one subdirectory per target).
+FUZZ_NEW ?= $(FUZZ_DIR)/new
+define fuzz_merge
+	rm -rf $(FUZZ_DIR)/merge/$(1) && mkdir -p $(FUZZ_DIR)/merge/$(1) $(FUZZ_NEW)/$(1) Fuzz/corpus/$(1)
+	cp Fuzz/seeds/$(1)/* $(FUZZ_DIR)/merge/$(1)/
+	$(FUZZ_DIR)/$(1)-fuzz -merge=1 -timeout=10 $(FUZZ_FLAGS_$(1)) \
+	  $(FUZZ_DIR)/merge/$(1) Fuzz/corpus/$(1) $(FUZZ_NEW)/$(1) 2>$(FUZZ_DIR)/merge/$(1).log
+	cd Fuzz/seeds/$(1) && for f in *; do rm $(CURDIR)/$(FUZZ_DIR)/merge/$(1)/"$$f"; done
+	rm -rf Fuzz/corpus/$(1) && mv $(FUZZ_DIR)/merge/$(1) Fuzz/corpus/$(1)
+	@echo "$(1): $$(ls Fuzz/corpus/$(1) | wc -l) files, $$(cat Fuzz/corpus/$(1)/* | wc -c) bytes"
+
+endef
+
+fuzz-merge: $(FUZZ_BINARIES)
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_merge,$(t)))
 
 $(FUZZ_DIR)/aasa-fuzz: Fuzz/FuzzAASA.swift $(wildcard Sources/AASACore/*/*.swift)
 	mkdir -p $(FUZZ_DIR)
