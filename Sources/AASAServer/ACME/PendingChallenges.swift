@@ -18,6 +18,11 @@ public final class PendingChallenges: Sendable {
 
     init() {}
 
+    /// Frees the bootstrap context. `shared` lives as long as the process; other instances (the
+    /// unit tests') would otherwise leak one `SSL_CTX` each. A connection that started with the
+    /// context holds its own reference (SSL_new), so freeing here never pulls it from under one.
+    deinit { SSL_CTX_free(bootstrapContext.context) }
+
     // MARK: HTTP-01 (RFC 8555 §8.3)
 
     func addToken(_ token: String, keyAuthorization: String) {
@@ -61,7 +66,8 @@ public final class PendingChallenges: Sendable {
 
     /// The context a TLS connection starts with when no certificate is loaded yet (a first
     /// start with `--acme` and an empty `--certs`): it has no certificate of its own, so only
-    /// a ClientHello that the callback moves to a challenge context can complete.
+    /// a ClientHello that the callback moves to a challenge context can complete. Owned: freed
+    /// with this object.
     let bootstrapContext: UnsafeSendableContext = {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { preconditionFailure("SSL_CTX_new") }
         _ = aasa_SSL_CTX_set_min_proto_version(ctx, aasa_tls1_2_version())
@@ -70,7 +76,8 @@ public final class PendingChallenges: Sendable {
     }()
 }
 
-/// An `SSL_CTX` made once and never freed: OpenSSL's contexts are thread-safe to share.
+/// An `SSL_CTX` shared between threads (OpenSSL's contexts are thread-safe to share). Not an
+/// owner: whoever holds it frees the context (``PendingChallenges`` its bootstrap context).
 public struct UnsafeSendableContext: @unchecked Sendable {
     let context: OpaquePointer
     init(_ context: OpaquePointer) { self.context = context }
