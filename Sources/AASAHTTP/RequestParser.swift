@@ -417,7 +417,7 @@ public struct RequestParser: Sendable {
         Array(value.utf8).withUnsafeBufferPointer { normalizeHost($0) }
     }
 
-    static func normalizeHost(_ value: UnsafeBufferPointer<UInt8>) -> String? {
+    public static func normalizeHost(_ value: UnsafeBufferPointer<UInt8>) -> String? {
         var end = value.count
         guard end > 0 else { return nil }
         if value[0] == UInt8(ascii: "[") {
