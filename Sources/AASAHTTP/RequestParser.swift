@@ -120,8 +120,7 @@ public struct RequestParser: Sendable {
         while i < count {
             // Jump to the next CR or LF: only they change the state. The limits are checked on
             // the span jumped over, which is the same as checking every byte.
-            var j = i
-            while j < count, bytes[j] != 0x0A, bytes[j] != 0x0D { j += 1 }
+            let j = ByteScan.firstLineBreak(bytes, from: i)
             // Checked only when content bytes were skipped (not at the CR/LF themselves), and
             // "over" the limit: a line of exactly the limit is allowed.
             if j > i, requestLineEnd == nil, j - lineStart > limits.maxRequestLine {
@@ -188,7 +187,7 @@ public struct RequestParser: Sendable {
             return .error(HTTPError(.badRequest, "malformed request line"))
         }
         let targetBytes = line[(sp1 + 1)..<sp2]
-        guard targetBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        guard ByteScan.isVisibleASCII(UnsafeBufferPointer(rebasing: targetBytes)) else {
             return .error(HTTPError(.badRequest, "invalid character in the request target"))
         }
         let versionBytes = line[(sp2 + 1)...]
@@ -256,9 +255,9 @@ public struct RequestParser: Sendable {
         var p = lineEnd + 2
         let end = headEnd - 2
         while p < end {
-            guard let crlf = UnsafeBufferPointer(rebasing: bytes[p..<end]).firstIndex(of: 0x0D).map({ $0 + p }) else {
-                return .error(HTTPError(.badRequest, "malformed header field"))
-            }
+            // The head's line breaks are all CRLF (checked as it arrived).
+            let crlf = ByteScan.firstLineBreak(UnsafeBufferPointer(rebasing: bytes[..<end]), from: p)
+            guard crlf < end else { return .error(HTTPError(.badRequest, "malformed header field")) }
             let field = UnsafeBufferPointer(rebasing: bytes[p..<crlf])
             p = crlf + 2
             if let first = field.first, first == 0x20 || first == 0x09 {
@@ -276,7 +275,7 @@ public struct RequestParser: Sendable {
             while vs < ve, field[vs] == 0x20 || field[vs] == 0x09 { vs += 1 }
             while ve > vs, field[ve - 1] == 0x20 || field[ve - 1] == 0x09 { ve -= 1 }
             let valueBytes = UnsafeBufferPointer(rebasing: field[vs..<ve])
-            guard valueBytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else {
+            guard !ByteScan.containsControl(valueBytes) || valueBytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else {
                 return .error(HTTPError(.badRequest, "control character in a header field value"))
             }
             let name = field[0..<colon]
@@ -361,16 +360,13 @@ public struct RequestParser: Sendable {
         }
     }
 
-    /// RFC 9110 §5.6.2 tchar, as a table: it is asked for every byte of every field name.
-    private static let tokenTable: [Bool] = (0..<256).map { b in
-        switch b {
-        case 0x61...0x7A, 0x41...0x5A, 0x30...0x39: return true
-        default: return "!#$%&'*+-.^_`|~".utf8.contains(UInt8(b))
-        }
-    }
-
+    /// RFC 9110 §5.6.2 tchar. It is asked for every byte of every field name: a bit set held
+    /// in constants, where a global table cost a lazy-initialisation check per byte.
     @inline(__always)
-    static func isTokenChar(_ b: UInt8) -> Bool { tokenTable[Int(b)] }
+    static func isTokenChar(_ b: UInt8) -> Bool {
+        // 0-9 a-z A-Z ! # $ % & ' * + - . ^ _ ` | ~
+        ByteSet(low: 0x03FF_6CFA_0000_0000, high: 0x57FF_FFFF_C7FF_FFFE).contains(b)
+    }
 
     static func digit(_ b: UInt8) -> Int? { b >= 0x30 && b <= 0x39 ? Int(b - 0x30) : nil }
 
@@ -450,7 +446,7 @@ public struct RequestParser: Sendable {
                 i += 3
                 continue
             }
-            guard regNameTable[Int(b)] else { return nil }
+            guard isRegNameChar(b) else { return nil }
             if b >= 0x41 && b <= 0x5A { hasUpper = true }
             i += 1
         }
@@ -461,11 +457,10 @@ public struct RequestParser: Sendable {
     }
 
     /// RFC 3986 §3.2.2 reg-name bytes other than "%" and ".": unreserved and sub-delims.
-    private static let regNameTable: [Bool] = (0..<256).map { b in
-        switch b {
-        case 0x61...0x7A, 0x41...0x5A, 0x30...0x39: return true
-        default: return "-_~!$&'()*+,;=".utf8.contains(UInt8(b))
-        }
+    @inline(__always)
+    private static func isRegNameChar(_ b: UInt8) -> Bool {
+        // 0-9 a-z A-Z - _ ~ ! $ & ' ( ) * + , ; =
+        ByteSet(low: 0x2BFF_3FD2_0000_0000, high: 0x47FF_FFFE_87FF_FFFE).contains(b)
     }
 
     private static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
@@ -482,5 +477,19 @@ extension StringProtocol {
         while let f = s.first, set.contains(f) { s = s.dropFirst() }
         while let l = s.last, set.contains(l) { s = s.dropLast() }
         return s
+    }
+}
+
+/// A set of ASCII bytes as two 64-bit masks: bit `b` of `low` for bytes 0-63, of `high` for
+/// 64-127. No byte over 127 is in it.
+struct ByteSet {
+    let low: UInt64
+    let high: UInt64
+
+    @inline(__always)
+    func contains(_ b: UInt8) -> Bool {
+        if b < 64 { return low >> b & 1 != 0 }
+        if b < 128 { return high >> (b & 63) & 1 != 0 }
+        return false
     }
 }
