@@ -1,5 +1,8 @@
 import AASACore
 import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One access-log line per request on stdout (SPEC 3.6). Each loop collects the lines of one
 /// turn of its loop and hands them over at once, so logging costs one copy per batch.
@@ -43,20 +46,22 @@ final class AccessLog {
     }
 
     static func fetcher(userAgent bytes: UnsafeBufferPointer<UInt8>) -> StaticString? {
-        if bytes.starts(with: "AASA-Bot".utf8) { return "apple-cdn" }
+        if matches(bytes, at: 0, "AASA-Bot") { return "apple-cdn" }
         // Most agents hold neither an `s` nor a `C`: one pass over words rules both out.
         guard ByteScan.contains(bytes, anyOf: UInt8(ascii: "s"), UInt8(ascii: "C")) else { return nil }
-        if contains(bytes, "swcd") || contains(bytes, "CFNetwork") { return "device" }
+        for i in bytes.indices {
+            switch bytes[i] {
+            case UInt8(ascii: "s"): if matches(bytes, at: i, "swcd") { return "device" }
+            case UInt8(ascii: "C"): if matches(bytes, at: i, "CFNetwork") { return "device" }
+            default: continue
+            }
+        }
         return nil
     }
 
-    private static func contains(_ haystack: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
-        let n = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
-        guard haystack.count >= n.count else { return false }
-        for i in 0...(haystack.count - n.count) where haystack[i] == n[0] {
-            if haystack[i..<(i + n.count)].elementsEqual(n) { return true }
-        }
-        return false
+    private static func matches(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int, _ text: StaticString) -> Bool {
+        let n = text.utf8CodeUnitCount
+        return bytes.count - i >= n && memcmp(bytes.baseAddress! + i, text.utf8Start, n) == 0
     }
 
     /// Appends the line for one answered (or refused: `request` nil) request.
@@ -95,7 +100,7 @@ final class AccessLog {
             switch format {
             case .text:
                 w.bytes(secondPrefix)
-                w.decimal(ms, width: 3)
+                w.threeDigits(ms)
                 w.ascii("Z ")
                 w.bytes(client)
                 w.byte(0x20)
@@ -113,7 +118,7 @@ final class AccessLog {
                 w.byte(0x20)
                 w.decimal(Int(durationMicroseconds / 1000))
                 w.byte(UInt8(ascii: "."))
-                w.decimal(Int(durationMicroseconds % 1000), width: 3)
+                w.threeDigits(Int(durationMicroseconds % 1000))
                 w.ascii("ms \"")
                 w.textEscaped(userAgent)
                 w.byte(UInt8(ascii: "\""))
@@ -125,7 +130,7 @@ final class AccessLog {
                 // The same bytes as JSONWriter gives, field for field.
                 w.ascii("{\"time\":\"")
                 w.bytes(secondPrefix)
-                w.decimal(ms, width: 3)
+                w.threeDigits(ms)
                 w.ascii("Z\",\"client\":\"")
                 w.jsonEscaped(client)
                 w.ascii("\",\"host\":\"")
@@ -141,7 +146,7 @@ final class AccessLog {
                 w.ascii(",\"duration_ms\":")
                 w.decimal(Int(durationMicroseconds / 1000))
                 w.byte(UInt8(ascii: "."))
-                w.decimal(Int(durationMicroseconds % 1000), width: 3)
+                w.threeDigits(Int(durationMicroseconds % 1000))
                 w.ascii(",\"user_agent\":\"")
                 w.jsonEscaped(userAgent)
                 w.ascii("\",\"protocol\":\"")
@@ -223,16 +228,23 @@ private struct LineWriter {
 
     mutating func ascii(_ s: StaticString) { bytes(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)) }
 
-    /// `n` in decimal, zero-padded to `width` digits; a negative `n` as 0.
-    mutating func decimal(_ n: Int, width: Int = 1) {
+    /// `n` in decimal; a negative `n` as 0.
+    mutating func decimal(_ n: Int) {
+        if n >= 0, n < 1000 {
+            // Statuses, most sizes, most durations: no loop.
+            if n >= 100 { return threeDigits(n) }
+            if n >= 10 {
+                byte(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n / 10))
+            }
+            return byte(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n % 10))
+        }
         var v = UInt(max(0, n))
-        var digits = 1
+        var length = 1
         var rest = v / 10
         while rest > 0 {
-            digits += 1
+            length += 1
             rest /= 10
         }
-        let length = max(digits, width)
         var p = at + length
         for _ in 0..<length {
             p -= 1
@@ -240,6 +252,15 @@ private struct LineWriter {
             v /= 10
         }
         at += length
+    }
+
+    /// `n` (0-999) as three digits, zero-padded: milliseconds; a negative `n` as 000.
+    mutating func threeDigits(_ n: Int) {
+        let v = UInt(max(0, n))
+        at[0] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v / 100)
+        at[1] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v / 10 % 10)
+        at[2] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v % 10)
+        at += 3
     }
 
     private static let hexDigits: StaticString = "0123456789abcdef"
