@@ -234,8 +234,11 @@ public struct RequestParser: Sendable {
         }
         var pathEnd = pathStart
         while pathEnd < targetBytes.endIndex, line[pathEnd] != UInt8(ascii: "?"), line[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
-        let path = pathEnd == pathStart ? "/" : String(decoding: line[pathStart..<pathEnd], as: UTF8.self)
         let target = String(decoding: targetBytes, as: UTF8.self)
+        // An origin-form target without a query is its own path (most requests): one String.
+        let path = pathEnd == pathStart ? "/"
+            : pathStart == targetBytes.startIndex && pathEnd == targetBytes.endIndex ? target
+            : String(decoding: line[pathStart..<pathEnd], as: UTF8.self)
 
         // Header fields.
         var hostField: String?
