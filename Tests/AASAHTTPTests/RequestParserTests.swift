@@ -34,6 +34,31 @@ func status(_ text: String) -> Int? {
         #expect(r.ifNoneMatch == "\"abc\"")
     }
 
+    @Test func oneParserGivesEachRequestOfAConnectionItsOwnHostAndAgent() throws {
+        // The parser remembers the last Host and User-Agent; a change must never be missed.
+        var parser = RequestParser()
+        func next(_ text: String) -> RequestParser.Result {
+            defer { parser.reset() }
+            return Array(text.utf8).withUnsafeBytes { parser.parse($0) }
+        }
+        let heads = [("A.example.com", "a.example.com", "one"), ("A.example.com", "a.example.com", "one"),
+                     ("b.example.com:443", "b.example.com", "two"), ("A.example.com", "a.example.com", "one")]
+        for (sent, host, agent) in heads {
+            guard case .request(let r, _) = next("GET / HTTP/1.1\r\nHost: \(sent)\r\nUser-Agent: \(agent)\r\n\r\n") else {
+                Issue.record("no request for \(sent)")
+                return
+            }
+            #expect(r.host == host && r.userAgent == agent)
+        }
+        guard case .error(let e) = next("GET / HTTP/1.1\r\nHost: a..example.com\r\n\r\n") else {
+            Issue.record("an invalid Host after valid ones was accepted")
+            return
+        }
+        #expect(e.status == .badRequest)
+        guard case .request(let r, _) = next("GET / HTTP/1.1\r\nHost: a.example.com\r\n\r\n") else { return }
+        #expect(r.host == "a.example.com" && r.userAgent == nil)
+    }
+
     @Test func theAbsoluteFormHostWinsOverTheHostField() throws {
         let r = try request("GET https://WWW.example.com/apple-app-site-association HTTP/1.1\r\nHost: other.com\r\n\r\n")
         #expect(r.host == "www.example.com")

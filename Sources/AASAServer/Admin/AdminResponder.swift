@@ -129,8 +129,8 @@ enum AdminResponder {
     static func metrics(_ state: ServerState) -> String {
         var requests: [LoopCounters.Key: Int] = [:]
         for loop in state.loopCounters {
-            loop.requests.withLock { counts in
-                for (key, n) in counts { requests[key, default: 0] += n }
+            loop.requests.withLock { tally in
+                for (key, n) in tally.counts { requests[key, default: 0] += n.value }
             }
         }
         let m = state.metrics

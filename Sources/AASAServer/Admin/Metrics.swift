@@ -30,9 +30,31 @@ final class LoopCounters: Sendable {
         var status: Int
     }
 
-    let requests = Locked<[Key: Int]>([:])
+    /// A count, by reference: the last one counted is kept at hand.
+    final class Count {
+        var value = 0
+    }
+
+    struct Tally {
+        var counts: [Key: Count] = [:]
+        /// A keep-alive client asks for the same site again and again: comparing its key with
+        /// the last one costs less than hashing it (a few hundred instructions, callgrind).
+        var last: (key: Key, count: Count)?
+    }
+
+    let requests = Locked<Tally>(Tally())
 
     func count(site: String, status: Int) {
-        requests.withLock { $0[Key(site: site, status: status), default: 0] += 1 }
+        requests.withLock { tally in
+            if let last = tally.last, last.key.status == status, last.key.site == site {
+                last.count.value += 1
+                return
+            }
+            let key = Key(site: site, status: status)
+            let count = tally.counts[key] ?? Count()
+            tally.counts[key] = count
+            count.value += 1
+            tally.last = (key, count)
+        }
     }
 }

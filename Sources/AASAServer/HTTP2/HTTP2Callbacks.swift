@@ -37,9 +37,10 @@ enum HTTP2Callbacks {
         return options!
     }()
 
-    /// The data provider's read callback (see ``HTTP2Session/readBody(stream:into:length:flags:)``).
-    static let readBody: nghttp2_data_source_read_callback = { _, stream, buffer, length, flags, _, user in
-        session(user).readBody(stream: stream, into: buffer!, length: length, flags: flags!)
+    /// The data provider's read callback (see ``HTTP2Session/readBody(_:into:length:flags:)``).
+    static let readBody: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, user in
+        let stream = Unmanaged<HTTP2Stream>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
+        return session(user).readBody(stream, into: buffer!, length: length, flags: flags!)
     }
 
     private static func session(_ user: UnsafeMutableRawPointer?) -> HTTP2Session {

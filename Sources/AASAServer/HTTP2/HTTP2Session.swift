@@ -1,5 +1,8 @@
 import AASAHTTP
 import CNghttp2
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The HTTP/2 side of a connection (RFC 9113, SPEC 3.9): libnghttp2 does the framing, HPACK
 /// and flow control in memory; this class feeds it the bytes read, answers each complete
@@ -24,6 +27,10 @@ final class HTTP2Session: ProtocolSession {
 
     /// Open request streams by id.
     private var streams: [Int32: HTTP2Stream] = [:]
+    /// The stream whose header block is being decoded. Header blocks do not interleave on a
+    /// connection (RFC 9113 §4.3), so each field, and the END_STREAM that follows, finds its
+    /// stream here rather than by hashing its id.
+    private var decoding: (id: Int32, stream: HTTP2Stream)?
 
     // Per header block (one at a time on a connection: RFC 9113 §6.10).
     private var headerBlockBytes = 0
@@ -49,9 +56,7 @@ final class HTTP2Session: ProtocolSession {
     /// The last input, or output written: with streams open, the stall timeout counts from here.
     private var lastProgress: Int64
 
-    // Reused for every response's header list, so submitting one allocates nothing once warm.
-    private var fieldBytes: [UInt8] = []
-    private var fieldSpans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+    /// Reused for every response's header list, so submitting one allocates nothing once warm.
     private var fieldList: [nghttp2_nv] = []
 
     init(configuration: HTTP2Configuration = HTTP2Configuration(), clock: LoopClock, dispatch: RequestDispatch) {
@@ -266,7 +271,7 @@ final class HTTP2Session: ProtocolSession {
             }
         case FrameType.rstStream:
             if !resets.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "rapid reset") }
-            if let index = streams.index(forKey: header.stream_id) { streams.values[index].isResetByClient = true }
+            openStream(header.stream_id)?.isResetByClient = true
         case FrameType.windowUpdate:
             if !windowUpdates.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "WINDOW_UPDATE flood") }
         case FrameType.goAway:
@@ -282,8 +287,16 @@ final class HTTP2Session: ProtocolSession {
     /// A request's HEADERS begin: a new stream.
     func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         guard frame.pointee.hd.type == FrameType.headers, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-        streams[frame.pointee.hd.stream_id] = HTTP2Stream(startedMicroseconds: monotonicMicroseconds())
+        let stream = HTTP2Stream(startedMicroseconds: monotonicMicroseconds())
+        streams[frame.pointee.hd.stream_id] = stream
+        decoding = (frame.pointee.hd.stream_id, stream)
         return 0
+    }
+
+    /// The stream `id`, if open: the one whose header block is being decoded without a lookup.
+    private func openStream(_ id: Int32) -> HTTP2Stream? {
+        if let decoding, decoding.id == id { return decoding.stream }
+        return streams[id]
     }
 
     /// One decoded field. Names arrive in lower case: nghttp2 resets a stream that sends
@@ -293,26 +306,25 @@ final class HTTP2Session: ProtocolSession {
         if decodedHeaderBytes > configuration.maxHeaderListSize {
             return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header list over the limit")
         }
-        let id = frame.pointee.hd.stream_id
-        guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let index = streams.index(forKey: id) else { return 0 }
+        guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let stream = openStream(frame.pointee.hd.stream_id) else { return 0 }
         switch HTTP2Session.field(name) {
         case .method:
             if Self.equals(value, "GET") {
-                streams.values[index].method = .get
+                stream.method = .get
             } else if Self.equals(value, "HEAD") {
-                streams.values[index].method = .head
+                stream.method = .head
             } else {
-                streams.values[index].method = .other(String(decoding: value, as: UTF8.self))
+                stream.method = .other(String(decoding: value, as: UTF8.self))
             }
-        case .path: streams.values[index].path = String(decoding: value, as: UTF8.self)
-        case .authority: streams.values[index].authority = String(decoding: value, as: UTF8.self)
-        case .host: streams.values[index].hostField = String(decoding: value, as: UTF8.self)
-        case .ifNoneMatch: streams.values[index].ifNoneMatch = String(decoding: value, as: UTF8.self)
-        case .ifModifiedSince: streams.values[index].ifModifiedSince = String(decoding: value, as: UTF8.self)
-        case .userAgent: streams.values[index].userAgent = String(decoding: value, as: UTF8.self)
+        case .path: stream.setPath(value)
+        case .authority: stream.setAuthority(value)
+        case .host: stream.setHostField(value)
+        case .ifNoneMatch: stream.ifNoneMatch = String(decoding: value, as: UTF8.self)
+        case .ifModifiedSince: stream.ifModifiedSince = String(decoding: value, as: UTF8.self)
+        case .userAgent: stream.userAgent = String(decoding: value, as: UTF8.self)
         case .contentLength:
             // nghttp2 has checked it is digits and will check the DATA against it.
-            if value.count <= 18 { streams.values[index].contentLength = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } }
+            if value.count <= 18 { stream.contentLength = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } }
         case nil: break
         }
         return 0
@@ -322,27 +334,28 @@ final class HTTP2Session: ProtocolSession {
     /// END_STREAM.
     func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let header = frame.pointee.hd
-        guard header.type == FrameType.headers || header.type == FrameType.data, let index = streams.index(forKey: header.stream_id) else {
+        guard header.type == FrameType.headers || header.type == FrameType.data, let stream = openStream(header.stream_id) else {
             return 0
         }
-        if header.type == FrameType.headers, let length = streams.values[index].contentLength, length > configuration.maxRequestBody {
-            refuse(header.stream_id, at: index)
+        if header.type == FrameType.headers, let length = stream.contentLength, length > configuration.maxRequestBody {
+            refuse(header.stream_id, stream)
             return 0
         }
-        if header.flags & FrameFlag.endStream != 0 { respond(header.stream_id, at: index) }
+        if header.flags & FrameFlag.endStream != 0 { respond(header.stream_id, stream) }
         return 0
     }
 
     /// Request body bytes: discarded, counted against the limit.
     func dataChunk(stream id: Int32, count: Int) -> Int32 {
-        guard let index = streams.index(forKey: id) else { return 0 }
-        streams.values[index].bodyBytes += count
-        if streams.values[index].bodyBytes > configuration.maxRequestBody { refuse(id, at: index) }
+        guard let stream = openStream(id) else { return 0 }
+        stream.bodyBytes += count
+        if stream.bodyBytes > configuration.maxRequestBody { refuse(id, stream) }
         return 0
     }
 
     func streamClosed(_ id: Int32, errorCode: UInt32) -> Int32 {
         guard let stream = streams.removeValue(forKey: id) else { return 0 }
+        if decoding?.id == id { decoding = nil }
         if streams.isEmpty { idleSince = clock.now }
         // A stream we reset ourselves (its body was too large, nghttp2 found it malformed)
         // spends from the same budget as the client's resets: a client must not make us reset
@@ -355,89 +368,73 @@ final class HTTP2Session: ProtocolSession {
     }
 
     /// Copies the next DATA frame's bytes straight from the response's body (the site's
-    /// prepared storage) into nghttp2's frame buffer.
-    func readBody(stream id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let index = streams.index(forKey: id), let response = streams.values[index].response else {
-            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-        }
-        let offset = streams.values[index].bodySent
+    /// prepared storage) into nghttp2's frame buffer. `stream` is the data source `submit`
+    /// gave nghttp2: it stays in the table, alive, until nghttp2 closes the stream, and nghttp2
+    /// reads no DATA after that.
+    func readBody(_ stream: HTTP2Stream, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let response = stream.response else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        let offset = stream.bodySent
         let count = min(length, response.body.count - offset)
         response.body.withUnsafeBufferPointer { body in
             buffer.update(from: body.baseAddress! + offset, count: count)
         }
-        streams.values[index].bodySent = offset + count
+        stream.bodySent = offset + count
         if offset + count == response.body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
         return count
     }
 
     // MARK: - Requests
 
-    private func respond(_ id: Int32, at index: Dictionary<Int32, HTTP2Stream>.Index) {
-        let stream = streams.values[index]
+    private func respond(_ id: Int32, _ stream: HTTP2Stream) {
         guard !stream.isRefused, stream.response == nil else { return }
         let response: Response
         switch stream.request() {
         case .success(let request): response = dispatch.respond(to: request, startedMicroseconds: stream.startedMicroseconds)
         case .failure(let error): response = dispatch.refuse(error, startedMicroseconds: stream.startedMicroseconds)
         }
-        streams.values[index].response = response
-        submit(response, on: id)
+        stream.response = response
+        submit(response, on: id, stream)
     }
 
     /// RST_STREAM CANCEL: a body over the limit (SPEC 3.9). The stream stays in the table,
     /// marked, until nghttp2 closes it as the frame goes out.
-    private func refuse(_ id: Int32, at index: Dictionary<Int32, HTTP2Stream>.Index) {
-        guard !streams.values[index].isRefused else { return }
-        streams.values[index].isRefused = true
+    private func refuse(_ id: Int32, _ stream: HTTP2Stream) {
+        guard !stream.isRefused else { return }
+        stream.isRefused = true
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
     }
 
-    /// HEADERS with `:status`, the prepared fields and `date`, then DATA from the body unless
-    /// the response has none to send (HEAD, 304, an empty body).
-    private func submit(_ response: Response, on id: Int32) {
-        fieldBytes.removeAll(keepingCapacity: true)
-        fieldSpans.removeAll(keepingCapacity: true)
-        appendStatus(response.head.status.rawValue)
-        for (name, value) in response.head.fields { appendField(name, value: value) }
-        appendField("date", value: clock.date)
+    private static let dateName: StaticString = "date"
 
+    /// HEADERS with the head's prepared fields (`:status` first) and `date`, then DATA from the
+    /// body unless the response has none to send (HEAD, 304, an empty body).
+    private func submit(_ response: Response, on id: Int32, _ stream: HTTP2Stream) {
         let sendsBody = response.sendsBody && !response.body.isEmpty
-        let flags = UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-        let submitted = fieldBytes.withUnsafeMutableBufferPointer { bytes in
-            fieldList.removeAll(keepingCapacity: true)
-            for span in fieldSpans {
-                fieldList.append(nghttp2_nv(name: bytes.baseAddress! + span.name, value: bytes.baseAddress! + span.value,
-                                            namelen: span.nameLength, valuelen: span.valueLength, flags: flags))
-            }
-            // nghttp2 copies the list before returning; the provider is kept by value.
-            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readBody)
+        fieldList.removeAll(keepingCapacity: true)
+        // The head's field bytes live as long as the stream holds its response, which is past
+        // the HEADERS frame going out: nghttp2 need not copy them.
+        let prepared = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+        let bytes = response.head.http2Bytes
+        for field in response.head.http2Fields {
+            fieldList.append(nghttp2_nv(name: bytes + field.name, value: bytes + field.value,
+                                        namelen: field.nameLength, valuelen: field.valueLength, flags: prepared))
+        }
+        let submitted = clock.date.withUnsafeBufferPointer { date in
+            // The date's bytes change with the second, maybe before the frame is out: copied.
+            fieldList.append(nghttp2_nv(name: UnsafeMutablePointer(mutating: HTTP2Session.dateName.utf8Start),
+                                        value: UnsafeMutablePointer(mutating: date.baseAddress!),
+                                        namelen: HTTP2Session.dateName.utf8CodeUnitCount, valuelen: date.count,
+                                        flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
+            // nghttp2 copies the list before returning; the provider is kept by value. Its
+            // source is the stream, for readBody.
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
+                                                 read_callback: HTTP2Callbacks.readBody)
             return sendsBody
                 ? nghttp2_submit_response(session, id, fieldList, fieldList.count, &provider)
                 : nghttp2_submit_response(session, id, fieldList, fieldList.count, nil)
         }
         // Fails only for a stream nghttp2 no longer knows, or out of memory.
         if submitted != 0 { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_INTERNAL_ERROR.rawValue) }
-    }
-
-    private func appendField<Value: Sequence<UInt8>>(_ name: String, value: Value) {
-        let nameStart = fieldBytes.count
-        fieldBytes.append(contentsOf: name.utf8)
-        let valueStart = fieldBytes.count
-        fieldBytes.append(contentsOf: value)
-        fieldSpans.append((nameStart, valueStart - nameStart, valueStart, fieldBytes.count - valueStart))
-    }
-
-    private func appendField(_ name: String, value: String) { appendField(name, value: value.utf8) }
-
-    /// `:status` as three ASCII digits, without a String.
-    private func appendStatus(_ status: Int) {
-        let nameStart = fieldBytes.count
-        fieldBytes.append(contentsOf: ":status".utf8)
-        let valueStart = fieldBytes.count
-        fieldBytes.append(UInt8(0x30 + status / 100))
-        fieldBytes.append(UInt8(0x30 + status / 10 % 10))
-        fieldBytes.append(UInt8(0x30 + status % 10))
-        fieldSpans.append((nameStart, valueStart - nameStart, valueStart, 3))
     }
 
     // MARK: - Field names
@@ -460,8 +457,10 @@ final class HTTP2Session: ProtocolSession {
         }
     }
 
+    /// memcmp: the generic `elementsEqual` cost some 130 instructions a field (callgrind).
     static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-        bytes.count == text.utf8CodeUnitCount && bytes.elementsEqual(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        guard bytes.count == text.utf8CodeUnitCount else { return false }
+        return bytes.isEmpty || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
     }
 }
 

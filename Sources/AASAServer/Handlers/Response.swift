@@ -4,7 +4,10 @@ import AASAHTTP
 /// files, per message for the rest) in both wire forms: HTTP/1.1 head bytes up to `Date: `,
 /// and header fields for HTTP/2. The `Date` and, for HTTP/1.1, the connection header and the
 /// blank line are added by the session that writes it.
-public final class ResponseHead: Sendable {
+///
+/// `@unchecked Sendable`: nothing changes after `init`, the HTTP/2 field bytes included (they
+/// are in memory of its own so that their address is fixed: nghttp2 points at them).
+public final class ResponseHead: @unchecked Sendable {
     public let status: HTTPStatus
     /// `HTTP/1.1 200 OK\r\n…Date: ` — everything before the date's value.
     let http1: [UInt8]
@@ -13,6 +16,17 @@ public final class ResponseHead: Sendable {
     let fields: [(name: String, value: String)]
     /// The body length the head announces (`Content-Length`).
     let contentLength: Int?
+    /// The HTTP/2 fields as bytes, `:status` then `fields`: each name and value at an offset in
+    /// `http2Bytes`, so framing a response copies no String.
+    let http2Fields: [FieldSpan]
+    let http2Bytes: UnsafeMutablePointer<UInt8>
+
+    struct FieldSpan {
+        var name: Int
+        var nameLength: Int
+        var value: Int
+        var valueLength: Int
+    }
 
     init(status: HTTPStatus, fields: [(name: String, value: String)], contentLength: Int?) {
         self.status = status
@@ -22,7 +36,23 @@ public final class ResponseHead: Sendable {
         for (name, value) in self.fields { head += "\(ResponseHead.http1Name(name)): \(value)\r\n" }
         head += "Date: "
         self.http1 = Array(head.utf8)
+
+        var bytes: [UInt8] = []
+        var spans: [FieldSpan] = []
+        for (name, value) in [(":status", String(status.rawValue))] + self.fields {
+            let nameStart = bytes.count
+            bytes += name.utf8
+            let valueStart = bytes.count
+            bytes += value.utf8
+            spans.append(FieldSpan(name: nameStart, nameLength: valueStart - nameStart, value: valueStart,
+                                   valueLength: bytes.count - valueStart))
+        }
+        http2Fields = spans
+        http2Bytes = .allocate(capacity: max(bytes.count, 1))
+        http2Bytes.initialize(from: bytes, count: bytes.count)
     }
+
+    deinit { http2Bytes.deallocate() }
 
     /// The conventional capitalisation on HTTP/1.1 (`content-type` → `Content-Type`,
     /// `etag` → `ETag`); field names are case-insensitive, but people read these heads.

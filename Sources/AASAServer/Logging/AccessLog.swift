@@ -1,157 +1,317 @@
 import AASACore
 import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One access-log line per request on stdout (SPEC 3.6). Each loop collects the lines of one
 /// turn of its loop and hands them over at once, so logging costs one copy per batch.
-struct AccessLog {
+///
+/// A line is written as bytes straight into memory reserved for its longest possible form (every
+/// quoted byte escaped), through a ``LineWriter`` that checks nothing per byte: no String is
+/// made per request, and the date's text only once a second. About 950 instructions a line
+/// (callgrind, this type's part), where building it from Strings cost about 3,700.
+final class AccessLog {
     let format: LogFormat
-    private var pending: [UInt8] = []
+    /// The lines of this turn: `count` bytes of `capacity`.
+    private var storage: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var count = 0
+    /// The time up to the seconds, made once a second: `2026-11-21T17:30:00.`
+    private var secondPrefix: [UInt8] = []
+    private var prefixSecond: Int64 = -1
+
+    private static let initialCapacity = 16 * 1024
+    /// Kept across turns up to this size; a burst of long lines does not pin more.
+    private static let retainedCapacity = 256 * 1024
+    /// The longest target logged, in bytes (longer ones are cut).
+    static let maxPath = 2048
 
     init(format: LogFormat) {
         self.format = format
-        pending.reserveCapacity(16 * 1024)
+        capacity = AccessLog.initialCapacity
+        storage = .allocate(capacity: capacity)
     }
 
-    struct Entry {
-        var timeMilliseconds: Int64
-        var client: String
-        var host: String
-        var method: String
-        var path: String
-        var status: Int
-        var bytes: Int
-        var durationMicroseconds: Int64
-        var userAgent: String
-        var proto: String
-    }
+    deinit { storage.deallocate() }
+
+    /// The lines not yet handed over (for tests).
+    var pendingText: String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
 
     /// Who fetched, for AASA requests: Apple's CDN (`AASA-Bot`), a device fetching directly
     /// (`swcd`, `CFNetwork`), or nil (reference 3.7).
     static func fetcher(userAgent: String) -> String? {
         var ua = userAgent
-        return ua.withUTF8 { bytes in
-            if bytes.starts(with: "AASA-Bot".utf8) { return "apple-cdn" }
-            if contains(bytes, "swcd") || contains(bytes, "CFNetwork") { return "device" }
-            return nil
-        }
+        return ua.withUTF8 { fetcher(userAgent: $0)?.description }
     }
 
-    private static func contains(_ haystack: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
-        let n = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
-        guard haystack.count >= n.count else { return false }
-        for i in 0...(haystack.count - n.count) where haystack[i] == n[0] {
-            if haystack[i..<(i + n.count)].elementsEqual(n) { return true }
-        }
-        return false
-    }
-
-    /// The time up to the seconds, made once a second: `2026-11-21T17:30:00.`
-    private var secondPrefix: [UInt8] = []
-    private var prefixSecond: Int64 = -1
-
-    mutating func append(_ e: Entry) {
-        let fetcher = AccessLog.fetcher(userAgent: e.userAgent)
-        switch format {
-        case .text:
-            // Written as bytes: one line per request must not cost a pile of strings.
-            let second = e.timeMilliseconds / 1000
-            if second != prefixSecond {
-                prefixSecond = second
-                secondPrefix = Array(HTTPDate.iso8601(milliseconds: second * 1000).utf8.dropLast(4))
-            }
-            pending.append(contentsOf: secondPrefix)
-            appendDigits(Int(e.timeMilliseconds % 1000), width: 3)
-            pending.append(UInt8(ascii: "Z"))
-            pending.append(0x20)
-            pending.append(contentsOf: e.client.utf8)
-            pending.append(0x20)
-            if e.host.isEmpty { pending.append(UInt8(ascii: "-")) } else { pending.append(contentsOf: e.host.utf8) }
-            pending.append(contentsOf: " \"".utf8)
-            pending.append(contentsOf: e.method.utf8)
-            pending.append(0x20)
-            appendEscaped(e.path)
-            pending.append(0x20)
-            pending.append(contentsOf: e.proto.utf8)
-            pending.append(contentsOf: "\" ".utf8)
-            appendDigits(e.status, width: 1)
-            pending.append(0x20)
-            appendDigits(e.bytes, width: 1)
-            pending.append(0x20)
-            appendDigits(Int(e.durationMicroseconds / 1000), width: 1)
-            pending.append(UInt8(ascii: "."))
-            appendDigits(Int(e.durationMicroseconds % 1000), width: 3)
-            pending.append(contentsOf: "ms \"".utf8)
-            appendEscaped(e.userAgent)
-            pending.append(UInt8(ascii: "\""))
-            if let fetcher {
-                pending.append(contentsOf: " fetcher=".utf8)
-                pending.append(contentsOf: fetcher.utf8)
-            }
-            pending.append(0x0A)
-        case .json:
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("time"); w.value(HTTPDate.iso8601(milliseconds: e.timeMilliseconds))
-            w.key("client"); w.value(e.client)
-            w.key("host"); w.value(e.host)
-            w.key("method"); w.value(e.method)
-            w.key("path"); w.value(e.path)
-            w.key("status"); w.value(e.status)
-            w.key("bytes"); w.value(e.bytes)
-            w.key("duration_ms"); w.raw("\(e.durationMicroseconds / 1000).\(String(e.durationMicroseconds % 1000 + 1000).dropFirst())")
-            w.key("user_agent"); w.value(e.userAgent)
-            w.key("protocol"); w.value(e.proto)
-            w.key("fetcher"); w.value(fetcher)
-            w.endObject()
-            pending.append(contentsOf: w.output.utf8)
-            pending.append(0x0A)
-        }
-    }
-
-    private mutating func appendDigits(_ n: Int, width: Int) {
-        var v = max(0, n)
-        var divisor = 1
-        var digits = 1
-        while v / divisor >= 10 { divisor *= 10; digits += 1 }
-        for _ in digits..<max(digits, width) { pending.append(UInt8(ascii: "0")) }
-        while divisor > 0 {
-            pending.append(UInt8(ascii: "0") + UInt8(v / divisor))
-            v %= divisor
-            divisor /= 10
-        }
-    }
-
-    /// Appends text for a quoted log field: `"` and `\` escaped, control characters as `\xNN`,
-    /// so a client cannot forge a log line.
-    private mutating func appendEscaped(_ text: String) {
-        var text = text
-        let clean = text.withUTF8 { bytes -> Bool in
-            for b in bytes where b < 0x20 || b == 0x7F || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
-            pending.append(contentsOf: bytes)
-            return true
-        }
-        if clean { return }
-        for b in text.utf8 {
-            switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                pending.append(UInt8(ascii: "\\"))
-                pending.append(b)
-            case 0..<0x20, 0x7F:
-                pending.append(contentsOf: "\\x".utf8)
-                let hexDigits = Array("0123456789abcdef".utf8)
-                pending.append(hexDigits[Int(b >> 4)])
-                pending.append(hexDigits[Int(b & 0x0F)])
-            default:
-                pending.append(b)
+    static func fetcher(userAgent bytes: UnsafeBufferPointer<UInt8>) -> StaticString? {
+        if matches(bytes, at: 0, "AASA-Bot") { return "apple-cdn" }
+        // Most agents hold neither an `s` nor a `C`: one pass over words rules both out.
+        guard ByteScan.contains(bytes, anyOf: UInt8(ascii: "s"), UInt8(ascii: "C")) else { return nil }
+        for i in bytes.indices {
+            switch bytes[i] {
+            case UInt8(ascii: "s"): if matches(bytes, at: i, "swcd") { return "device" }
+            case UInt8(ascii: "C"): if matches(bytes, at: i, "CFNetwork") { return "device" }
+            default: continue
             }
         }
+        return nil
+    }
+
+    private static func matches(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int, _ text: StaticString) -> Bool {
+        let n = text.utf8CodeUnitCount
+        return bytes.count - i >= n && memcmp(bytes.baseAddress! + i, text.utf8Start, n) == 0
+    }
+
+    /// Appends the line for one answered (or refused: `request` nil) request.
+    func append(timeMilliseconds: Int64, client: String, request: HTTPRequest?, status: Int, bytes: Int,
+                durationMicroseconds: Int64) {
+        let second = timeMilliseconds / 1000
+        if second != prefixSecond {
+            prefixSecond = second
+            secondPrefix = Array(HTTPDate.iso8601(milliseconds: second * 1000).utf8.dropLast(4))
+        }
+        guard let request else {
+            // Refused before a request was parsed: no host, method, target or agent.
+            write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
+                  bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
+            return
+        }
+        let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
+        write(timeMilliseconds: timeMilliseconds, client: client, host: request.host ?? "", method: request.method.text,
+              target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
+              userAgent: request.userAgent ?? "", version: request.version)
+    }
+
+    private func write(timeMilliseconds: Int64, client: String, host: String, method: String, target: String, status: Int,
+                       bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) {
+        client.withBytes { client in
+        host.withBytes { host in
+        method.withBytes { method in
+        target.withBytes { target in
+        userAgent.withBytes { userAgent in
+            // A JSON escape is at most 6 bytes a byte (`\u001F`), a text one 4 (`\x1F`); 256 covers
+            // the keys, the time, the numbers and the rest.
+            reserve(256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
+            var w = LineWriter(at: storage + count)
+            let fetcher = AccessLog.fetcher(userAgent: userAgent)
+            let ms = Int(timeMilliseconds % 1000)
+            switch format {
+            case .text:
+                w.bytes(secondPrefix)
+                w.threeDigits(ms)
+                w.ascii("Z ")
+                w.bytes(client)
+                w.byte(0x20)
+                if host.isEmpty { w.byte(UInt8(ascii: "-")) } else { w.bytes(host) }
+                w.ascii(" \"")
+                w.bytes(method)
+                w.byte(0x20)
+                w.textEscaped(target)
+                w.byte(0x20)
+                w.ascii(version.logText)
+                w.ascii("\" ")
+                w.decimal(status)
+                w.byte(0x20)
+                w.decimal(bytes)
+                w.byte(0x20)
+                w.decimal(Int(durationMicroseconds / 1000))
+                w.byte(UInt8(ascii: "."))
+                w.threeDigits(Int(durationMicroseconds % 1000))
+                w.ascii("ms \"")
+                w.textEscaped(userAgent)
+                w.byte(UInt8(ascii: "\""))
+                if let fetcher {
+                    w.ascii(" fetcher=")
+                    w.ascii(fetcher)
+                }
+            case .json:
+                // The same bytes as JSONWriter gives, field for field.
+                w.ascii("{\"time\":\"")
+                w.bytes(secondPrefix)
+                w.threeDigits(ms)
+                w.ascii("Z\",\"client\":\"")
+                w.jsonEscaped(client)
+                w.ascii("\",\"host\":\"")
+                w.jsonEscaped(host)
+                w.ascii("\",\"method\":\"")
+                w.jsonEscaped(method)
+                w.ascii("\",\"path\":\"")
+                w.jsonEscaped(target)
+                w.ascii("\",\"status\":")
+                w.decimal(status)
+                w.ascii(",\"bytes\":")
+                w.decimal(bytes)
+                w.ascii(",\"duration_ms\":")
+                w.decimal(Int(durationMicroseconds / 1000))
+                w.byte(UInt8(ascii: "."))
+                w.threeDigits(Int(durationMicroseconds % 1000))
+                w.ascii(",\"user_agent\":\"")
+                w.jsonEscaped(userAgent)
+                w.ascii("\",\"protocol\":\"")
+                w.ascii(version.logText)
+                w.ascii("\",\"fetcher\":")
+                if let fetcher {
+                    w.byte(UInt8(ascii: "\""))
+                    w.ascii(fetcher)
+                    w.ascii("\"}")
+                } else {
+                    w.ascii("null}")
+                }
+            }
+            w.byte(0x0A)
+            count = w.at - storage
+        }}}}}
+    }
+
+    /// Room for `bytes` more after the pending lines.
+    private func reserve(_ bytes: Int) {
+        guard count + bytes > capacity else { return }
+        let grown = max(capacity * 2, count + bytes)
+        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        bigger.moveInitialize(from: storage, count: count)
+        storage.deallocate()
+        storage = bigger
+        capacity = grown
     }
 
     /// Hands the turn's lines to the stdout writer thread: a copy under a lock, never a write
     /// that could block the loop (see ``LogStream``).
-    mutating func flush() {
-        guard !pending.isEmpty else { return }
-        LogStream.standardOutput.write(pending)
-        if pending.capacity > 256 * 1024 { pending = [] } else { pending.removeAll(keepingCapacity: true) }
+    func flush() {
+        guard count > 0 else { return }
+        LogStream.standardOutput.write(UnsafeRawBufferPointer(start: storage, count: count))
+        count = 0
+        if capacity > AccessLog.retainedCapacity {
+            storage.deallocate()
+            capacity = AccessLog.initialCapacity
+            storage = .allocate(capacity: capacity)
+        }
+    }
+}
+
+extension HTTPVersion {
+    /// ``text`` without a String.
+    fileprivate var logText: StaticString {
+        switch self {
+        case .http10: return "HTTP/1.0"
+        case .http11: return "HTTP/1.1"
+        case .http2: return "HTTP/2.0"
+        }
+    }
+}
+
+extension String {
+    /// The UTF-8 bytes in place (native and small strings), copied only for a foreign one.
+    fileprivate func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(utf8).withUnsafeBufferPointer(body)
+    }
+}
+
+/// A cursor over memory reserved beforehand for everything it will write.
+private struct LineWriter {
+    var at: UnsafeMutablePointer<UInt8>
+
+    mutating func byte(_ b: UInt8) {
+        at.initialize(to: b)
+        at += 1
+    }
+
+    mutating func bytes(_ b: UnsafeBufferPointer<UInt8>) {
+        guard let base = b.baseAddress else { return }
+        at.initialize(from: base, count: b.count)
+        at += b.count
+    }
+
+    mutating func bytes(_ b: [UInt8]) { b.withUnsafeBufferPointer { bytes($0) } }
+
+    mutating func ascii(_ s: StaticString) { bytes(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)) }
+
+    /// `n` in decimal; a negative `n` as 0.
+    mutating func decimal(_ n: Int) {
+        if n >= 0, n < 1000 {
+            // Statuses, most sizes, most durations: no loop.
+            if n >= 100 { return threeDigits(n) }
+            if n >= 10 {
+                byte(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n / 10))
+            }
+            return byte(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n % 10))
+        }
+        var v = UInt(max(0, n))
+        var length = 1
+        var rest = v / 10
+        while rest > 0 {
+            length += 1
+            rest /= 10
+        }
+        var p = at + length
+        for _ in 0..<length {
+            p -= 1
+            p.initialize(to: UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v % 10))
+            v /= 10
+        }
+        at += length
+    }
+
+    /// `n` (0-999) as three digits, zero-padded: milliseconds; a negative `n` as 000.
+    mutating func threeDigits(_ n: Int) {
+        let v = UInt(max(0, n))
+        at[0] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v / 100)
+        at[1] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v / 10 % 10)
+        at[2] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v % 10)
+        at += 3
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+    private static let upperHexDigits: StaticString = "0123456789ABCDEF"
+
+    /// Text for a quoted field of the text format: `"` and `\` escaped, control characters as
+    /// `\xNN`, so a client cannot forge a log line.
+    mutating func textEscaped(_ text: UnsafeBufferPointer<UInt8>) {
+        guard ByteScan.needsTextEscape(text) else { return bytes(text) }
+        for b in text {
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                byte(UInt8(ascii: "\\"))
+                byte(b)
+            case 0..<0x20, 0x7F:
+                byte(UInt8(ascii: "\\"))
+                byte(UInt8(ascii: "x"))
+                byte(LineWriter.hexDigits.utf8Start[Int(b >> 4)])
+                byte(LineWriter.hexDigits.utf8Start[Int(b & 0x0F)])
+            default:
+                byte(b)
+            }
+        }
+    }
+
+    /// Text inside a JSON string, escaped as ``JSONWriter/quoted(_:htmlSafe:)`` does (HTML-safe):
+    /// RFC 8259 §7's escapes, `<`, `>` and `&`, U+2028 and U+2029. The text is valid UTF-8 (a
+    /// Swift String's), so working on bytes gives the same output as working on scalars.
+    mutating func jsonEscaped(_ text: UnsafeBufferPointer<UInt8>) {
+        guard ByteScan.needsJSONEscape(text) else { return bytes(text) }
+        var i = 0
+        while i < text.count {
+            let b = text[i]
+            i += 1
+            switch b {
+            case UInt8(ascii: "\""): ascii("\\\"")
+            case UInt8(ascii: "\\"): ascii("\\\\")
+            case UInt8(ascii: "\n"): ascii("\\n")
+            case UInt8(ascii: "\r"): ascii("\\r")
+            case UInt8(ascii: "\t"): ascii("\\t")
+            case 0..<0x20, 0x7F, UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "&"):
+                ascii("\\u00")
+                byte(LineWriter.upperHexDigits.utf8Start[Int(b >> 4)])
+                byte(LineWriter.upperHexDigits.utf8Start[Int(b & 0x0F)])
+            case 0xE2 where i + 1 < text.count && text[i] == 0x80 && (text[i + 1] == 0xA8 || text[i + 1] == 0xA9):
+                // U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
+                ascii(text[i + 1] == 0xA8 ? "\\u2028" : "\\u2029")
+                i += 2
+            default:
+                byte(b)
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ final class LoopContext {
     let http2: HTTP2Configuration?
     let log: Log
     var snapshot: SiteSnapshot
-    private(set) var accessLog: AccessLog
+    let accessLog: AccessLog
     private let counters: LoopCounters
     /// Where every read lands before a session takes the bytes.
     let scratch: UnsafeMutableRawBufferPointer
@@ -86,12 +86,8 @@ final class LoopContext {
 
     private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) {
         counters.count(site: response.siteLabel, status: response.status)
-        let target = request?.target ?? "-"
-        accessLog.append(AccessLog.Entry(
-            timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request?.host ?? "",
-            method: request?.method.text ?? "-", path: target.utf8.count <= 2048 ? target : String(target.prefix(2048)),
-            status: response.status, bytes: response.bodyBytes,
-            durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds,
-            userAgent: request?.userAgent ?? "", proto: request?.version.text ?? "HTTP/1.1"))
+        accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
+                         status: response.status, bytes: response.bodyBytes,
+                         durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds)
     }
 }

@@ -1,0 +1,85 @@
+/// Byte tests eight bytes at a time, for the spans a request head and an access-log line are
+/// made of: most are plain text, and one word test rules out eight bytes. The tests are the
+/// classic "has a zero byte" word tricks (Hacker's Delight §6-1): `hasZero(w)` is non-zero
+/// exactly when some byte of `w` is 0, `has(w, b)` when some byte is `b`, and `hasLess(w, n)`
+/// when some byte is below `n` (n ≤ 128). Each says whether such a byte exists, not where.
+public enum ByteScan {
+    @inlinable static var ones: UInt64 { 0x0101_0101_0101_0101 }
+    @inlinable static var highs: UInt64 { 0x8080_8080_8080_8080 }
+
+    @inlinable static func hasZero(_ w: UInt64) -> UInt64 { (w &- ones) & ~w & highs }
+    @inlinable static func has(_ w: UInt64, _ b: UInt8) -> UInt64 { hasZero(w ^ (ones &* UInt64(b))) }
+    @inlinable static func hasLess(_ w: UInt64, _ n: UInt8) -> UInt64 { (w &- ones &* UInt64(n)) & ~w & highs }
+
+    /// The index of the first CR or LF at or after `start`, or `bytes.count`.
+    @inlinable
+    public static func firstLineBreak(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var i = start
+        if let base = bytes.baseAddress {
+            while i + 8 <= bytes.count {
+                let w = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if has(w, 0x0D) | has(w, 0x0A) != 0 { break }
+                i += 8
+            }
+        }
+        while i < bytes.count, bytes[i] != 0x0A, bytes[i] != 0x0D { i += 1 }
+        return i
+    }
+
+    /// Whether every byte is visible ASCII (0x21-0x7E), as a request target must be.
+    @inlinable
+    public static func isVisibleASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        !anyWord(bytes) { w in hasLess(w, 0x21) | has(w, 0x7F) | (w & highs) }
+    }
+
+    /// Control characters (tab included) or DEL.
+    @inlinable
+    public static func containsControl(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        anyWord(bytes) { w in hasLess(w, 0x20) | has(w, 0x7F) }
+    }
+
+    /// Control characters (tab included), DEL, `"` and `\`: what the access log's text format escapes.
+    @inlinable
+    public static func needsTextEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        anyWord(bytes) { w in
+            hasLess(w, 0x20) | has(w, 0x7F) | has(w, UInt8(ascii: "\"")) | has(w, UInt8(ascii: "\\"))
+        }
+    }
+
+    /// As ``needsTextEscape(_:)``, and `<`, `>`, `&` and 0xE2 (the first byte of U+2028 and
+    /// U+2029): what JSON strings escape in the access log's JSON format.
+    @inlinable
+    public static func needsJSONEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        anyWord(bytes) { w in
+            hasLess(w, 0x20) | has(w, 0x7F) | has(w, UInt8(ascii: "\"")) | has(w, UInt8(ascii: "\\"))
+                | has(w, UInt8(ascii: "<")) | has(w, UInt8(ascii: ">")) | has(w, UInt8(ascii: "&")) | has(w, 0xE2)
+        }
+    }
+
+    /// Whether `a` or `b` is among the bytes.
+    @inlinable
+    public static func contains(_ bytes: UnsafeBufferPointer<UInt8>, anyOf a: UInt8, _ b: UInt8) -> Bool {
+        anyWord(bytes) { w in has(w, a) | has(w, b) }
+    }
+
+    /// Whether `test` is non-zero for any word of `bytes`. The last word overlaps the one
+    /// before (testing bytes twice changes nothing); under eight bytes, the bytes are padded
+    /// with `A`, which no test looks for.
+    @inlinable @inline(__always)
+    static func anyWord(_ bytes: UnsafeBufferPointer<UInt8>, _ test: (UInt64) -> UInt64) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        let raw = UnsafeRawPointer(base)
+        let n = bytes.count
+        if n < 8 {
+            var w: UInt64 = ones &* UInt64(UInt8(ascii: "A"))
+            withUnsafeMutableBytes(of: &w) { $0.baseAddress!.copyMemory(from: raw, byteCount: n) }
+            return test(w) != 0
+        }
+        var i = 0
+        while i + 8 <= n {
+            if test(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) != 0 { return true }
+            i += 8
+        }
+        return i < n && test(raw.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)) != 0
+    }
+}
