@@ -79,8 +79,15 @@ public final class TLSCertificate: @unchecked Sendable {
         }
         SSL_CTX_set_options(ctx, aasa_server_options())
         _ = aasa_SSL_CTX_set_mode(ctx, aasa_server_modes())
-        // TLS 1.2: ECDHE key exchange with AEAD ciphers only. TLS 1.3 suites are all AEAD.
-        guard SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20") == 1 else { throw TLSError("SSL_CTX_set_cipher_list") }
+        // TLS 1.2: ECDHE key exchange with AEAD ciphers only. TLS 1.3 suites are all AEAD. In the
+        // server's order, AES-128-GCM first (as Mozilla's TLS guidelines order them): ten AES
+        // rounds a block instead of fourteen, for the same protection here.
+        guard SSL_CTX_set_cipher_list(ctx, "ECDHE+AES128+AESGCM:ECDHE+AES256+AESGCM:ECDHE+CHACHA20") == 1 else {
+            throw TLSError("SSL_CTX_set_cipher_list")
+        }
+        guard SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1 else {
+            throw TLSError("SSL_CTX_set_ciphersuites")
+        }
         _ = aasa_SSL_CTX_set_session_cache_mode(ctx, aasa_session_cache_server())
         // One TLS 1.3 ticket per full handshake instead of OpenSSL's two: each costs an encrypted
         // session and a record, and the clients of this server rarely resume.
