@@ -52,6 +52,19 @@ private func fifo(_ path: String) throws {
         #expect(server.stop(signal: SIGTERM, timeout: 5) == 0)
     }
 
+    /// A FIFO named like a key pair in `--certs` (`NAME.crt` beside `NAME.key`) is skipped with
+    /// a reason; opening it would block the thread that loads certificates.
+    @Test func aFIFONamedLikeAKeyPairIsSkippedWithItsReason() throws {
+        let server = try ServerProcess(prepare: { config in
+            let certs = config.deletingLastPathComponent().appendingPathComponent("certs").path
+            try fifo(certs + "/blocked.crt")
+            try fifo(certs + "/blocked.key")
+        })
+        #expect(server.log.contains("certificate blocked: blocked.crt or blocked.key is not a regular file; skipped"), "\(server.log)")
+        #expect(RawHTTP.status(try server.curlHTTPS(host: "example.com").stdout) == 200)
+        #expect(server.stop(signal: SIGTERM, timeout: 5) == 0)
+    }
+
     @Test func aFIFOAddedWhileRunningIsRefusedAndTheServerStillReloadsAndStops() throws {
         let server = try ServerProcess()
         try makeSite(server.config, "fifo.example.com", fifo)

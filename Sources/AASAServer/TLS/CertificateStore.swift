@@ -64,7 +64,9 @@ public final class CertificateStore: @unchecked Sendable {
 
     /// The key pairs of a certs directory in either layout: `NAME.crt`/`NAME.pem` beside
     /// `NAME.key`, or `NAME/fullchain.pem` with `NAME/privkey.pem` (certbot).
-    static func candidates(in directory: String) throws(SystemError) -> [Candidate] {
+    /// A key pair whose files are not regular files (a FIFO would block the reading thread) is
+    /// left out and named through `skipped`.
+    static func candidates(in directory: String, skipped: (String) -> Void = { _ in }) throws(SystemError) -> [Candidate] {
         let names = try DirectoryListing.names(in: directory)
         let set = Set(names)
         var out: [Candidate] = []
@@ -83,7 +85,12 @@ public final class CertificateStore: @unchecked Sendable {
                 // NAME.crt wins over NAME.pem when both exist.
                 if ext == ".pem", set.contains(base + ".crt") { continue }
                 if set.contains(base + ".key") {
-                    out.append(Candidate(name: base, certificate: path, key: directory + "/" + base + ".key"))
+                    let key = directory + "/" + base + ".key"
+                    guard DirectoryListing.isFile(path), DirectoryListing.isFile(key) else {
+                        skipped("certificate \(base): \(name) or \(base).key is not a regular file; skipped")
+                        continue
+                    }
+                    out.append(Candidate(name: base, certificate: path, key: key))
                 }
             }
         }
@@ -94,7 +101,7 @@ public final class CertificateStore: @unchecked Sendable {
     static func load(directory: String, defaultName: String?, report: (String) -> Void) -> CertificateStore? {
         let found: [Candidate]
         do {
-            found = try candidates(in: directory)
+            found = try candidates(in: directory, skipped: report)
         } catch {
             report("certificates: cannot read \(directory): \(error)")
             return nil
