@@ -214,10 +214,12 @@ final class OutputBuffer: @unchecked Sendable {
 }
 
 /// A port that was free a moment ago, below the kernel's ephemeral range (32768 and up), so
-/// the client sockets other tests open in parallel cannot take it before it is used.
+/// the client sockets other tests open in parallel cannot take it before it is used. Ports are
+/// handed out in turn from a random start, never the same one twice in a run: two tests in
+/// parallel once drew the same port, and the second server could not bind it.
 func freePort() throws -> Int {
     for _ in 0..<100 {
-        let port = Int.random(in: 20_000..<30_000)
+        let port = PortSequence.next()
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
@@ -230,6 +232,18 @@ func freePort() throws -> Int {
         if ok { return port }
     }
     throw HarnessError(description: "no free port between 20000 and 30000")
+}
+
+private enum PortSequence {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var last = Int.random(in: 0..<10_000)
+
+    static func next() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        last = (last + 1) % 10_000
+        return 20_000 + last
+    }
 }
 
 enum Shell {
