@@ -39,8 +39,11 @@ public struct HTTPResponseHead: Sendable, Equatable {
 public enum ResponseParseError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformedStatusLine(String)
     case malformedHeader(String)
-    /// The status line and fields together were longer than the limit.
+    /// The status line and fields together, interim (1xx) responses included, were longer
+    /// than the limit.
     case headTooLarge(limit: Int)
+    /// The trailer section after a chunked body was longer than the limit.
+    case trailersTooLarge(limit: Int)
     /// The body (after de-chunking) was longer than the limit; the head was read.
     case bodyTooLarge(limit: Int)
     case invalidContentLength(String)
@@ -54,7 +57,8 @@ public enum ResponseParseError: Error, Equatable, Sendable, CustomStringConverti
         switch self {
         case .malformedStatusLine(let line): return "not an HTTP/1.x status line: \(line.debugDescription)"
         case .malformedHeader(let line): return "malformed header field: \(line.debugDescription)"
-        case .headTooLarge(let limit): return "the response head is larger than \(limit) bytes"
+        case .headTooLarge(let limit): return "the response head (interim 1xx responses included) is larger than \(limit) bytes"
+        case .trailersTooLarge(let limit): return "the trailer section is larger than \(limit) bytes"
         case .bodyTooLarge(let limit): return "the response body is larger than \(limit) bytes (the read limit)"
         case .invalidContentLength(let v): return "invalid Content-Length: \(v.debugDescription)"
         case .unsupportedTransferEncoding(let v): return "unsupported Transfer-Encoding: \(v)"
@@ -73,14 +77,18 @@ public enum ResponseParseError: Error, Equatable, Sendable, CustomStringConverti
 /// `Content-Encoding` in the head for the caller to judge.
 public struct ResponseParser: Sendable {
     public struct Limits: Sendable {
-        /// Status line plus fields.
+        /// Status line plus fields, counted over every interim (1xx) response before the
+        /// final one: a peer that sends `100 Continue` forever reaches it.
         public var maxHeadBytes = 64 * 1024
-        /// The body after de-chunking; SPEC 7 reads a response up to 1 MiB.
+        /// The body after de-chunking; `aasa check` reads a response up to 1 MiB.
         public var maxBodyBytes = 1024 * 1024
+        /// The trailer section after a chunked body (RFC 9112 §7.1.2), read and dropped.
+        public var maxTrailerBytes = 64 * 1024
 
-        public init(maxHeadBytes: Int = 64 * 1024, maxBodyBytes: Int = 1024 * 1024) {
+        public init(maxHeadBytes: Int = 64 * 1024, maxBodyBytes: Int = 1024 * 1024, maxTrailerBytes: Int = 64 * 1024) {
             self.maxHeadBytes = maxHeadBytes
             self.maxBodyBytes = maxBodyBytes
+            self.maxTrailerBytes = maxTrailerBytes
         }
     }
 
@@ -103,6 +111,10 @@ public struct ResponseParser: Sendable {
     private var state = State.head
     /// Bytes of the line (or head section) being collected.
     private var pending: [UInt8] = []
+    /// Head bytes of the interim responses already read, which count toward the head's limit.
+    private var interimHeadBytes = 0
+    /// Trailer bytes read so far.
+    private var trailerBytes = 0
 
     public init(limits: Limits = Limits(), isResponseToHEAD: Bool = false) {
         self.limits = limits
@@ -131,7 +143,7 @@ public struct ResponseParser: Sendable {
             case .head:
                 pending.append(bytes[i])
                 i = bytes.index(after: i)
-                if pending.count > limits.maxHeadBytes { throw .headTooLarge(limit: limits.maxHeadBytes) }
+                if interimHeadBytes + pending.count > limits.maxHeadBytes { throw .headTooLarge(limit: limits.maxHeadBytes) }
                 if endsHead(pending) { try finishHead() }
             case .fixed(let remaining):
                 let available = bytes.distance(from: i, to: bytes.endIndex)
@@ -153,6 +165,10 @@ public struct ResponseParser: Sendable {
             case .chunkSize, .chunkDataEnd, .trailers:
                 let b = bytes[i]
                 i = bytes.index(after: i)
+                if case .trailers = state {
+                    trailerBytes += 1
+                    if trailerBytes > limits.maxTrailerBytes { throw .trailersTooLarge(limit: limits.maxTrailerBytes) }
+                }
                 guard b == UInt8(ascii: "\n") else {
                     pending.append(b)
                     // A chunk-size line with extensions, or a trailer field: generous, but bounded.
@@ -187,7 +203,8 @@ public struct ResponseParser: Sendable {
             // chunk-size [; extensions] (RFC 9112 §7.1.1); extensions are ignored.
             let sizeBytes = line.prefix { $0 != UInt8(ascii: ";") }
             let text = String(decoding: sizeBytes, as: UTF8.self).trimmingSpaces()
-            guard !text.isEmpty, text.count <= 15, let size = Int(text, radix: 16), size >= 0 else {
+            // chunk-size = 1*HEXDIG: no sign (Int(_:radix:) would take "+66" and "-0").
+            guard !text.isEmpty, text.count <= 15, text.utf8.allSatisfy(\.isHexDigit), let size = Int(text, radix: 16) else {
                 throw .malformedChunk("bad chunk size \(String(decoding: line, as: UTF8.self).debugDescription)")
             }
             if body.count + size > limits.maxBodyBytes { throw .bodyTooLarge(limit: limits.maxBodyBytes) }
@@ -212,6 +229,7 @@ public struct ResponseParser: Sendable {
     }
 
     private mutating func finishHead() throws(ResponseParseError) {
+        let headBytes = pending.count
         var lines = pending.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line -> Substring in
             var l = line[...]
             if l.last == UInt8(ascii: "\r") { l = l.dropLast() }
@@ -242,8 +260,10 @@ public struct ResponseParser: Sendable {
         }
         let head = HTTPResponseHead(version: String(parts[0]), status: status,
                                     reason: parts.count > 2 ? String(parts[2]) : "", fields: fields)
-        // An interim response (100 Continue, 103 Early Hints) is followed by the real one.
+        // An interim response (100 Continue, 103 Early Hints) is followed by the real one; its
+        // bytes count toward the head's limit.
         if (100...199).contains(status), status != 101 {
+            interimHeadBytes += headBytes
             state = .head
             return
         }
@@ -274,6 +294,12 @@ public struct ResponseParser: Sendable {
             return
         }
         state = .untilClose
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
     }
 }
 

@@ -71,6 +71,8 @@ static inline int aasa_ERR_GET_REASON(unsigned long e) { return ERR_GET_REASON(e
 // Client side (aasa check, ACME): SNI, and the client's modes.
 static inline long aasa_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
 static inline long aasa_client_modes(void) { return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; }
-static inline uint64_t aasa_client_options(void) { return SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF; }
+// No SSL_OP_IGNORE_UNEXPECTED_EOF here: a client must tell close_notify from a cut connection,
+// since a body delimited by the close is complete only with close_notify (RFC 8446 §6.1).
+static inline uint64_t aasa_client_options(void) { return SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION; }
 
 #endif

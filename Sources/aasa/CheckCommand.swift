@@ -8,9 +8,10 @@ struct CheckCommand: ParsableCommand {
         abstract: "Check live hosts as Apple's CDN sees them, then the copy the CDN holds.",
         discussion: """
         Eight checks per host, in order: resolve, tls, status, content-type, size, validate, app, \
-        cdn; each pass, warn, fail or skip. Hosts are checked concurrently. Validation findings \
-        are written to stderr, compiler style, with the URL as the file name. Exit status: 0 when \
-        no check of any host fails (warnings allowed), 1 otherwise, 2 bad usage.
+        cdn; each pass, warn, fail or skip. Hosts are checked concurrently, on a pool. After the \
+        validate line come its findings, compiler style, with the URL as the file name. Control \
+        characters a peer sent are printed escaped (\\u{1b}). Exit status: 0 when no check of any \
+        host fails (warnings allowed), 1 otherwise, 2 bad usage.
         """
     )
 
@@ -58,19 +59,7 @@ struct CheckCommand: ParsableCommand {
         let reports = SiteCheck(options: options).run(names)
         switch format {
         case .text:
-            var text = ""
-            for r in reports {
-                for c in r.checks { text += "\(r.host): \(c.name): \(c.status.rawValue): \(c.message)\n" }
-            }
-            let failed = reports.reduce(0) { $0 + $1.checks.count { $0.status == .fail } }
-            let warned = reports.reduce(0) { $0 + $1.checks.count { $0.status == .warn } }
-            text += "\(failed) failed, \(warned) warnings in \(reports.count) \(reports.count == 1 ? "host" : "hosts")\n"
-            for r in reports {
-                for d in r.diagnostics {
-                    FileHandleOutput.standardError.write("\(r.url):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n")
-                }
-            }
-            FileHandleOutput.standardOutput.write(text)
+            FileHandleOutput.standardOutput.write(CheckCommand.text(reports))
         case .json:
             var w = JSONWriter()
             w.beginObject()
@@ -107,6 +96,29 @@ struct CheckCommand: ParsableCommand {
             FileHandleOutput.standardOutput.write(w.output + "\n")
         }
         if reports.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+
+    /// One line per check; after `validate`, one line per finding, compiler style with the URL
+    /// as the file name; then the summary. Every line passes through
+    /// ``Swift/String/escapingControlCharacters``: messages quote what a peer sent (a
+    /// `Location`, the CDN's `Apple-Failure-Reason`), which must not reach a terminal raw.
+    static func text(_ reports: [HostReport]) -> String {
+        var text = ""
+        func line(_ s: String) { text += s.escapingControlCharacters + "\n" }
+        for r in reports {
+            for c in r.checks {
+                line("\(r.host): \(c.name): \(c.status.rawValue): \(c.message)")
+                guard c.name == "validate" else { continue }
+                for d in r.diagnostics {
+                    line("\(r.url):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]")
+                }
+                if r.unlistedDiagnostics > 0 { line("\(r.url): note: \(r.unlistedDiagnostics) more findings not shown") }
+            }
+        }
+        let failed = reports.reduce(0) { $0 + $1.checks.count { $0.status == .fail } }
+        let warned = reports.reduce(0) { $0 + $1.checks.count { $0.status == .warn } }
+        line("\(failed) failed, \(warned) warnings in \(reports.count) \(reports.count == 1 ? "host" : "hosts")")
+        return text
     }
 
     /// `ADDR:PORT` with an IP literal (`[::1]:8443`), or `NAME:PORT` resolved now.

@@ -73,7 +73,8 @@ struct EntitlementsCommand: ParsableCommand {
 
         switch format {
         case .text:
-            FileHandleOutput.standardOutput.write(rows.map { "\($0.text): \($0.verdict.result.rawValue): \($0.verdict.message)\n" }.joined())
+            // Messages may quote a live host's answer: control characters are escaped.
+            FileHandleOutput.standardOutput.write(rows.map { "\($0.text): \($0.verdict.result.rawValue): \($0.verdict.message)".escapingControlCharacters + "\n" }.joined())
         case .json:
             var w = JSONWriter()
             w.beginObject()

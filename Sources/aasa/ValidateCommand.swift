@@ -92,6 +92,8 @@ struct ValidateCommand: ParsableCommand {
                 for d in file.diagnostics {
                     text += "\(path):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n"
                 }
+                // The validator lists the first 100 findings of a file and counts the rest.
+                if file.unlistedCount > 0 { text += "\(path): note: \(file.unlistedCount) more findings not shown\n" }
             }
             let errors = results.reduce(0) { $0 + $1.file.errorCount }
             let warnings = results.reduce(0) { $0 + $1.file.warningCount }

@@ -130,6 +130,38 @@ private func everySplit(_ text: String, close: Bool = false, head: Bool = false,
         }
     }
 
+    @Test func endlessInterimResponsesCountTowardTheHeadLimit() {
+        var p = ResponseParser(limits: .init(maxHeadBytes: 1000))
+        let interim = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        #expect(throws: ResponseParseError.headTooLarge(limit: 1000)) {
+            for _ in 0..<100 { try p.parse(interim) }
+        }
+        // A few interim responses before the real one are still fine.
+        everySplit("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx") { p in
+            #expect(p.head?.status == 200)
+        }
+    }
+
+    @Test func theTrailerSectionIsBounded() {
+        var p = ResponseParser(limits: .init(maxTrailerBytes: 1000))
+        #expect(throws: ResponseParseError.trailersTooLarge(limit: 1000)) {
+            try p.parse(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n".utf8))
+            for _ in 0..<100 { try p.parse(Array("X-Trailer: tttttttttttttttttttt\r\n".utf8)) }
+        }
+        #expect(ResponseParseError.trailersTooLarge(limit: 65536).description == "the trailer section is larger than 65536 bytes")
+    }
+
+    @Test func aChunkSizeIsHexDigitsOnly() {
+        for size in ["+5", "-0", " +5", "0x5", "5 5"] {
+            #expect(throws: ResponseParseError.self, "\(size.debugDescription)") {
+                _ = try parsed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nhello\r\n0\r\n\r\n".utf8), split: 0)
+            }
+        }
+        everySplit("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0000A\r\n0123456789\r\n0\r\n\r\n") { p in
+            #expect(p.body.count == 10)
+        }
+    }
+
     @Test func malformedResponsesAreErrors() {
         #expect(throws: ResponseParseError.self) { _ = try parsed(Array("SSH-2.0-OpenSSH\r\n\r\n".utf8), split: 0) }
         #expect(throws: ResponseParseError.self) { _ = try parsed(Array("HTTP/1.1 20 OK\r\n\r\n".utf8), split: 0) }

@@ -11,15 +11,19 @@ public struct AssociationFile: Sendable {
     public let kind: AssociationFileKind
     /// The bytes exactly as read: what the server serves when the file is valid.
     public let bytes: [UInt8]
-    /// Every finding, in order of position.
+    /// The findings in order of position: the first ``Diagnostic/listLimit`` of them.
     public let diagnostics: [Diagnostic]
+    /// Every finding, listed or not.
+    public let count: DiagnosticCount
     /// The AASA reading of the file when ``kind`` is ``AssociationFileKind/aasa``, else nil.
     public let aasa: AASAFile?
 
     /// True when there is no error (warnings allowed): the file may be served.
-    public var isValid: Bool { !diagnostics.contains { $0.severity == .error } }
-    public var errorCount: Int { diagnostics.count { $0.severity == .error } }
-    public var warningCount: Int { diagnostics.count { $0.severity == .warning } }
+    public var isValid: Bool { count.errors == 0 }
+    public var errorCount: Int { count.errors }
+    public var warningCount: Int { count.warnings }
+    /// Findings past ``Diagnostic/listLimit``, counted but not in ``diagnostics``.
+    public var unlistedCount: Int { count.total - diagnostics.count }
 
     /// The `Content-Type` to serve the file with (``AssociationFileKind/contentType``).
     public var contentType: String { kind.contentType }
@@ -34,41 +38,39 @@ public struct AssociationFile: Sendable {
             let file = AASAFile(bytes: bytes)
             self.aasa = file
             self.diagnostics = file.diagnostics
+            self.count = file.count
             return
         }
         self.aasa = nil
         let map = SourceMap(bytes)
-        var diagnostics: [Diagnostic] = []
+        var diagnostics = DiagnosticTally()
         switch kind {
         case .aasa:
             preconditionFailure("handled above")
         case .merchantID:
-            diagnostics = MerchantIDFile.diagnostics(bytes, map: map)
+            diagnostics.add(MerchantIDFile.diagnostics(bytes, map: map))
         case .assetLinks, .webAuthn:
             if bytes.count > kind.maximumSize {
-                diagnostics.append(Diagnostic(.fileTooLarge,
+                diagnostics.add([Diagnostic(.fileTooLarge,
                     "the file is \(bytes.count) bytes; at most \(kind.maximumSize) bytes (128 KB) are accepted",
-                    at: SourcePosition(line: 1, column: 1), path: .root))
+                    at: SourcePosition(line: 1, column: 1), path: .root)])
             }
             let expecting = kind == .assetLinks ? "a JSON array of statements" : "a JSON object {\"origins\": [...]}"
             let parsed = JSONParser.parse(bytes, map: map, expecting: expecting)
-            diagnostics += parsed.diagnostics
+            diagnostics.add(parsed.diagnostics, unlisted: parsed.unlisted)
             if let value = parsed.value {
                 if kind == .assetLinks {
                     var reader = AssetLinksReader(map: map)
                     reader.read(value)
-                    diagnostics += reader.sink.diagnostics
+                    diagnostics.add(reader.sink)
                 } else {
                     var reader = WebAuthnReader(map: map)
                     reader.read(value)
-                    diagnostics += reader.sink.diagnostics
+                    diagnostics.add(reader.sink)
                 }
             }
         }
-        // Stable sort by position, as AASAFile does: findings read top to bottom.
-        self.diagnostics = diagnostics.enumerated()
-            .sorted { ($0.element.position, $0.offset) < ($1.element.position, $1.offset) }
-            .map(\.element)
+        (self.diagnostics, self.count) = diagnostics.finish()
     }
 
     public init(kind: AssociationFileKind, _ text: String) {

@@ -12,7 +12,10 @@ public struct JSONParser {
     public struct Result: Sendable {
         /// The parsed value, or nil when the text could not be read as JSON at all.
         public var value: JSONValue?
+        /// The first ``Diagnostic/listLimit`` findings.
         public var diagnostics: [Diagnostic]
+        /// The findings past the limit, counted only.
+        public var unlisted = DiagnosticCount()
     }
 
     private let bytes: [UInt8]
@@ -30,7 +33,7 @@ public struct JSONParser {
     public static func parse(_ bytes: [UInt8], map: SourceMap? = nil, expecting: String = "a JSON object") -> Result {
         var parser = JSONParser(bytes: bytes, map: map ?? SourceMap(bytes), expecting: expecting)
         let value = parser.parseDocument()
-        return Result(value: value, diagnostics: parser.sink.diagnostics)
+        return Result(value: value, diagnostics: parser.sink.diagnostics, unlisted: parser.sink.unlisted)
     }
 
     private init(bytes: [UInt8], map: SourceMap, expecting: String) {
@@ -49,13 +52,15 @@ public struct JSONParser {
         do {
             try skipWhitespace()
             guard index < bytes.count else {
-                report(.emptyFile, "the file is empty; expected \(expecting)", at: index)
+                let message = "the file is empty; expected \(expecting)"
+                report(.emptyFile, message, at: index)
                 return nil
             }
             let value = try parseValue()
             try skipWhitespace()
             if index < bytes.count {
-                report(.trailingContent, "unexpected \(describe(at: index)) after the end of the JSON value", at: index)
+                let message = "unexpected \(describe(at: index)) after the end of the JSON value"
+                report(.trailingContent, message, at: index)
                 return value
             }
             return value
@@ -359,7 +364,8 @@ public struct JSONParser {
             return Unicode.Scalar(high)!
         default:
             index -= 1
-            report(.invalidEscape, "invalid escape '\\\(describeByte(c))'; JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX", at: start)
+            let shown = describeByte(c)
+            report(.invalidEscape, "invalid escape '\\\(shown)'; JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX", at: start)
             if c < 0x80 {
                 index += 1
                 return Unicode.Scalar(c)
@@ -471,8 +477,8 @@ public struct JSONParser {
 
     private func position(_ offset: Int) -> String { sink.map.position(of: offset).description }
 
-    private mutating func report(_ code: DiagnosticCode, _ message: String, at offset: Int) {
-        sink.report(code, message, at: offset, path: path)
+    private mutating func report(_ code: DiagnosticCode, _ message: @autoclosure () -> String, at offset: Int) {
+        sink.report(code, message(), at: offset, path: path)
     }
 
     private mutating func fail<T>(_ code: DiagnosticCode, _ message: String, at offset: Int) throws -> T {

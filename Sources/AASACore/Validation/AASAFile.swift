@@ -8,49 +8,50 @@ public struct AASAFile: Sendable {
     public let bytes: [UInt8]
     /// The document as a device reads it, or nil when the bytes are not a JSON object.
     public let document: AASADocument?
-    /// Every finding, in order of position.
+    /// The findings in order of position: the first ``Diagnostic/listLimit`` of them.
     public let diagnostics: [Diagnostic]
+    /// Every finding, listed or not.
+    public let count: DiagnosticCount
 
     /// True when there is no error (warnings allowed): the file may be served.
-    public var isValid: Bool { !diagnostics.contains { $0.severity == .error } }
+    public var isValid: Bool { count.errors == 0 }
 
-    public var errorCount: Int { diagnostics.count { $0.severity == .error } }
-    public var warningCount: Int { diagnostics.count { $0.severity == .warning } }
+    public var errorCount: Int { count.errors }
+    public var warningCount: Int { count.warnings }
+    /// Findings past ``Diagnostic/listLimit``, counted but not in ``diagnostics``.
+    public var unlistedCount: Int { count.total - diagnostics.count }
 
     public init(bytes: [UInt8]) {
         self.bytes = bytes
         let map = SourceMap(bytes)
-        var diagnostics: [Diagnostic] = []
+        var diagnostics = DiagnosticTally()
         if bytes.count > AASAFile.maximumSize {
-            diagnostics.append(Diagnostic(.fileTooLarge,
+            diagnostics.add([Diagnostic(.fileTooLarge,
                 "the file is \(bytes.count) bytes; iOS stops reading after \(AASAFile.maximumSize) bytes (128 KB)",
-                at: SourcePosition(line: 1, column: 1), path: .root))
+                at: SourcePosition(line: 1, column: 1), path: .root)])
         }
         // A DER SEQUENCE: the CMS-signed files of iOS 8 (reference 1.7).
         if bytes.count >= 2, bytes[0] == 0x30, (0x80...0x84).contains(bytes[1]) {
-            diagnostics.append(Diagnostic(.signedFile,
+            diagnostics.add([Diagnostic(.signedFile,
                 "this looks like a signed (CMS/PKCS#7) file; since iOS 9 serve the JSON itself, unsigned, as application/json",
-                at: SourcePosition(line: 1, column: 1), path: .root))
+                at: SourcePosition(line: 1, column: 1), path: .root)])
             self.document = nil
-            self.diagnostics = diagnostics
+            (self.diagnostics, self.count) = diagnostics.finish()
             return
         }
         let parsed = JSONParser.parse(bytes, map: map)
-        diagnostics += parsed.diagnostics
+        diagnostics.add(parsed.diagnostics, unlisted: parsed.unlisted)
         var document: AASADocument?
         if let value = parsed.value {
             var reader = DocumentReader(map: map)
             document = reader.read(value)
-            diagnostics += reader.sink.diagnostics
+            diagnostics.add(reader.sink)
             if let document {
-                diagnostics += AASAFile.crossChecks(document, map: map)
+                diagnostics.add(AASAFile.crossChecks(document, map: map))
             }
         }
         self.document = document
-        // Stable sort by position: findings read top to bottom like a compiler's.
-        self.diagnostics = diagnostics.enumerated()
-            .sorted { ($0.element.position, $0.offset) < ($1.element.position, $1.offset) }
-            .map(\.element)
+        (self.diagnostics, self.count) = diagnostics.finish()
     }
 
     public init(_ text: String) {
@@ -58,9 +59,9 @@ public struct AASAFile: Sendable {
     }
 
     /// Rules that look across entries: unreachable components and paths, apps in several entries.
-    static func crossChecks(_ document: AASADocument, map: SourceMap) -> [Diagnostic] {
+    static func crossChecks(_ document: AASADocument, map: SourceMap) -> DiagnosticSink {
         var sink = DiagnosticSink(map: map)
-        guard let details = document.appLinks?.details else { return [] }
+        guard let details = document.appLinks?.details else { return sink }
         var firstEntry: [String: Int] = [:]
         for (d, detail) in details.enumerated() {
             var seenHere: Set<String> = []
@@ -100,6 +101,6 @@ public struct AASAFile: Sendable {
                 break
             }
         }
-        return sink.diagnostics
+        return sink
     }
 }

@@ -117,15 +117,35 @@ final class ACMEClient {
         return Response(status: response.status, json: json, body: response.body, location: response["location"], retryAfter: retryAfter)
     }
 
+    /// Every URL the CA hands out (directory entries, Location, order, authorization,
+    /// challenge and certificate URLs) must be HTTPS (RFC 8555 §6.1): anything else is refused
+    /// before a request is made, so no signed request ever travels in the clear.
     private func url(_ text: String) throws(ACMEError) -> HTTPURL {
-        do { return try HTTPURL(text) } catch { throw ACMEError(.protocolViolation, "bad URL from the CA: \(error)") }
+        let parsed: HTTPURL
+        do { parsed = try HTTPURL(text) } catch { throw ACMEError(.protocolViolation, "bad URL from the CA: \(error)") }
+        guard parsed.isSecure else {
+            throw ACMEError(.protocolViolation, "the CA handed out a URL that is not HTTPS, refused with no request sent (RFC 8555 §6.1): \(text.debugDescription)")
+        }
+        return parsed
     }
 
-    /// `Retry-After` in seconds or as an HTTP date (RFC 9110 §10.2.3), as seconds from now.
+    /// The longest wait a CA's `Retry-After` may ask for: a day (a longer one is a day).
+    static let maximumRetryAfterSeconds = 86_400
+
+    /// `Retry-After` in seconds or as an HTTP date (RFC 9110 §10.2.3), as seconds from now,
+    /// clamped to 0 ... ``maximumRetryAfterSeconds``: the value comes from a peer, and Swift
+    /// traps on overflow, so no arithmetic sees it unclamped.
     static func retryAfterSeconds(_ value: String) -> Int? {
         let text = String(value.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
-        if let n = Int(text) { return max(0, n) }
-        if let date = HTTPDate.parse(text) { return max(0, date - wallClockSeconds()) }
+        let limit = maximumRetryAfterSeconds
+        if !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            // Any run of digits, however long: more than the limit's digits is over the limit.
+            return text.utf8.count > 9 ? limit : min(Int(text)!, limit)
+        }
+        if let date = HTTPDate.parse(text) {
+            let now = wallClockSeconds()
+            return date <= now ? 0 : (date - now > limit ? limit : date - now)
+        }
         return nil
     }
 

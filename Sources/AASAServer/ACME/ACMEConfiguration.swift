@@ -26,7 +26,9 @@ public struct ACMEConfiguration: Sendable {
     func retryDelay(failures: Int, retryAfterSeconds: Int?) -> Int64 {
         let exponent = min(max(failures - 1, 0), 30)
         let backoff = min(retryBaseMilliseconds.multipliedReportingOverflow(by: Int64(1) << exponent).partialValue, maximumRetryMilliseconds)
-        return max(backoff, Int64(retryAfterSeconds ?? 0) * 1000)
+        // The CA's wait is clamped here too (to a day), whoever parsed it.
+        let asked = Int64(min(max(retryAfterSeconds ?? 0, 0), ACMEClient.maximumRetryAfterSeconds)) * 1000
+        return max(backoff, asked)
     }
 }
 

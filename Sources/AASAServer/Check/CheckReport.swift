@@ -1,6 +1,6 @@
 import AASACore
 
-/// One of `aasa check`'s eight verdicts (SPEC 7).
+/// One of `aasa check`'s eight verdicts (README, `aasa check`).
 public enum CheckStatus: String, Sendable {
     case pass
     case warn
@@ -24,15 +24,18 @@ public struct CDNSummary: Sendable, Equatable {
 
 /// Everything `aasa check` found for one host.
 public struct HostReport: Sendable {
-    /// The eight checks, in SPEC order.
+    /// The eight checks, in the order they run.
     public static let checkNames = ["resolve", "tls", "status", "content-type", "size", "validate", "app", "cdn"]
 
     public var host: String
     /// The URL the file was read from (the legacy root path when only that answered).
     public var url: String
     public private(set) var checks: [CheckLine]
-    /// The validator's findings on the body, positioned in it.
+    /// The validator's findings on the body, positioned in it: the first
+    /// ``Diagnostic/listLimit``.
     public var diagnostics: [Diagnostic] = []
+    /// Findings past the listed ones, counted only.
+    public var unlistedDiagnostics = 0
     public var cdn = CDNSummary()
     /// The origin's file, when one was read (for `aasa entitlements --live`).
     public var file: AASAFile?
@@ -62,6 +65,18 @@ public struct HostReport: Sendable {
         guard let i = checks.firstIndex(where: { $0.name == name }) else { preconditionFailure("no check \(name)") }
         checks[i].status = status
         checks[i].message = message
+    }
+
+    /// After a `tls` failure: Apple's CDN fetches nothing from a host whose certificate does
+    /// not verify, so `status` and the origin checks after it are `skip`; each keeps, as its
+    /// message, what the fetch without verification found.
+    mutating func skipOriginUnverified() {
+        guard let from = checks.firstIndex(where: { $0.name == "status" }) else { return }
+        for i in from..<checks.count where checks[i].name != "cdn" {
+            let found = checks[i].status == .skip ? "" : "; without verification: \(checks[i].status.rawValue): \(checks[i].message)"
+            checks[i].status = .skip
+            checks[i].message = "not run: tls failed (Apple's CDN gets nothing from a host whose certificate does not verify)\(found)"
+        }
     }
 
     /// Marks every origin check after `name` (up to `app`; `cdn` stands alone) as not run

@@ -1,10 +1,11 @@
 import AASACore
 import AASAHTTP
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `aasa check`: a live host as Apple's CDN sees it, then what the CDN holds (SPEC 7).
+/// `aasa check`: a live host as Apple's CDN sees it, then what the CDN holds (README, `aasa check`).
 public struct SiteCheck: Sendable {
     public struct Options: Sendable {
         /// `--app`, repeatable.
@@ -32,22 +33,24 @@ public struct SiteCheck: Sendable {
         self.options = options
     }
 
-    /// Checks every host, each on its own thread; the reports come back in the hosts' order.
+    /// Hosts checked at once: each holds a socket and a thread.
+    public static let concurrentHosts = 16
+
+    /// Checks every host on a pool of ``concurrentHosts`` threads: a host starts as soon as
+    /// any thread is free, so one slow host holds up only its own thread. The reports come
+    /// back in the hosts' order.
     public func run(_ hosts: [String]) -> [HostReport] {
         let slots = UnsafeMutableBufferPointer<HostReport?>.allocate(capacity: hosts.count)
         slots.initialize(repeating: nil)
         defer { slots.deinitialize(); slots.deallocate() }
         let shared = SlotWriter(slots)
-        // At most 16 at a time: each holds a socket and a thread.
-        var start = 0
-        while start < hosts.count {
-            let batch = start..<min(start + 16, hosts.count)
-            let threads = batch.map { i in
-                startCheckThread { [self] in shared.write(i, check(hosts[i])) }
+        let queue = HostQueue(count: hosts.count)
+        let threads = (0..<min(SiteCheck.concurrentHosts, hosts.count)).map { _ in
+            startCheckThread { [self] in
+                while let i = queue.next() { shared.write(i, check(hosts[i])) }
             }
-            for t in threads { pthread_join(t, nil) }
-            start = batch.upperBound
         }
+        for t in threads { pthread_join(t, nil) }
         return slots.map { $0! }
     }
 
@@ -58,9 +61,23 @@ public struct SiteCheck: Sendable {
         return report
     }
 
-    /// `resolve` to `app`: the origin as the CDN fetches it.
+    /// `resolve` to `app`: the origin as the CDN fetches it. When the certificate does not
+    /// verify, Apple's CDN gets nothing from the host: the checks after `tls` are then `skip`,
+    /// each saying what the fetch without verification found.
     private func checkOrigin(_ host: String) -> HostReport {
+        var report = fetchOrigin(host)
+        if report.certificateFailure != nil {
+            report.skipOriginUnverified()
+            report.diagnostics = []
+            report.unlistedDiagnostics = 0
+        }
+        return report
+    }
+
+    private func fetchOrigin(_ host: String) -> HostReport {
         var report = HostReport(host: host, url: "https://\(host)\(SiteCheck.wellKnownPath)")
+        // One budget for the origin: the legacy location, when it is tried, gets what is left.
+        let deadline = monotonicMilliseconds() + Int64(options.timeoutSeconds * 1000)
 
         // 1. resolve
         let addresses: [SocketAddress]
@@ -95,7 +112,7 @@ public struct SiteCheck: Sendable {
         var response: HTTPResponse
         var tooLarge: HTTPResponseHead?
         do {
-            response = try client.get(wellKnown)
+            response = try client.get(wellKnown, deadline: deadline)
         } catch {
             guard error.phase == .response else {
                 report.set("tls", .fail, SiteCheck.tlsFailure(error, viaConnect: options.connectTo != nil))
@@ -117,7 +134,7 @@ public struct SiteCheck: Sendable {
         if response.status != 200, tooLarge == nil {
             let problem = SiteCheck.statusProblem(response, host: host)
             // The legacy location: devices before the CDN tried it second (reference 3.1).
-            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath))
+            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), deadline: deadline)
             if let legacy, legacy.status == 200 {
                 report.set("status", .warn, "\(problem); the file is only at the legacy \(SiteCheck.legacyPath) (200): move it to \(SiteCheck.wellKnownPath), the one location Apple's CDN and alternate modes use")
                 report.url = "https://\(host)\(SiteCheck.legacyPath)"
@@ -148,12 +165,16 @@ public struct SiteCheck: Sendable {
             report.set("size", .pass, "\(response.body.count) bytes (limit \(AASAFile.maximumSize))")
         } else {
             report.set("size", .fail, "\(response.body.count) bytes: over the \(AASAFile.maximumSize)-byte limit (128 KB) after which iOS stops reading: shrink the file (fewer paths, broader components)")
+            // A device reads no further than the limit: the body is not validated.
+            report.skipOrigin(after: "size")
+            return report
         }
 
         // 6. validate
         let file = AASAFile(bytes: response.body)
         report.file = file
         report.diagnostics = file.diagnostics
+        report.unlistedDiagnostics = file.unlistedCount
         let first = file.diagnostics.first { $0.severity == .error } ?? file.diagnostics.first
         let firstText = first.map { "; first: \($0.line):\($0.column): \($0.message) [\($0.code.rawValue)]" } ?? ""
         if file.errorCount > 0 {
@@ -341,7 +362,23 @@ private struct SlotWriter: @unchecked Sendable {
     func write(_ i: Int, _ report: HostReport) { slots[i] = report }
 }
 
-/// A thread per host; kept apart from the server's loop threads, which `check` never starts.
+/// The index of the next host to check, handed to whichever pool thread asks first.
+private final class HostQueue: Sendable {
+    private let count: Int
+    private let taken = Mutex(0)
+
+    init(count: Int) { self.count = count }
+
+    func next() -> Int? {
+        taken.withLock { n in
+            guard n < count else { return nil }
+            n += 1
+            return n - 1
+        }
+    }
+}
+
+/// A thread of the pool; kept apart from the server's loop threads, which `check` never starts.
 private func startCheckThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     final class Box {
         let body: @Sendable () -> Void

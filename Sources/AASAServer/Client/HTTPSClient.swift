@@ -9,7 +9,9 @@ import Glibc
 /// 3xx is a response like any other: `aasa check` reports it, as Apple's CDN refuses it).
 ///
 /// Under the hood the socket is non-blocking and every wait is a poll(2) on it with the time
-/// left, so a server that accepts and never answers costs exactly the time-out.
+/// left, so a server that accepts and never answers costs exactly the time-out. The deadline
+/// is also consulted after every read that returned bytes: a peer that never stops sending
+/// (interim responses, trailers, a byte at a time) costs the time-out too, never more.
 public final class HTTPSClient: Sendable {
     public struct Configuration: Sendable {
         /// For the whole exchange, in seconds.
@@ -57,14 +59,18 @@ public final class HTTPSClient: Sendable {
     /// ignores SIGPIPE once, process-wide, too).
     private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN); return () }()
 
-    public func get(_ url: HTTPURL, headers: [(name: String, value: String)] = []) throws(HTTPClientError) -> HTTPResponse {
-        try send(HTTPClientRequest(url: url, headers: headers))
+    public func get(_ url: HTTPURL, headers: [(name: String, value: String)] = [], deadline: Int64? = nil) throws(HTTPClientError) -> HTTPResponse {
+        try send(HTTPClientRequest(url: url, headers: headers), deadline: deadline)
     }
 
-    public func send(_ request: HTTPClientRequest) throws(HTTPClientError) -> HTTPResponse {
+    /// One exchange, ended by the configured time-out or by `deadline` (a monotonic time in
+    /// milliseconds, ``monotonicMilliseconds()``), whichever comes first: several exchanges
+    /// can share one budget (`aasa check`'s legacy location, an ACME order).
+    public func send(_ request: HTTPClientRequest, deadline: Int64? = nil) throws(HTTPClientError) -> HTTPResponse {
         let timeoutMilliseconds = Int64(configuration.timeoutSeconds * 1000)
-        let exchange = Exchange(deadline: monotonicMilliseconds() + timeoutMilliseconds,
-                                timeoutText: Exchange.seconds(configuration.timeoutSeconds))
+        var end = monotonicMilliseconds() + timeoutMilliseconds
+        if let deadline { end = min(end, deadline) }
+        let exchange = Exchange(deadline: end, timeoutText: Exchange.seconds(configuration.timeoutSeconds))
         let url = request.url
         let addresses: [SocketAddress]
         if let connectTo = configuration.connectTo {
@@ -206,6 +212,9 @@ private struct Exchange {
 
     func handshake(_ stream: TLSStream, fd: Int32, address: SocketAddress) throws(HTTPClientError) {
         while true {
+            if monotonicMilliseconds() >= deadline {
+                throw HTTPClientError(phase: .tls, message: "no TLS handshake with \(address) within \(timeoutText)", isTimeout: true)
+            }
             let progress = stream.handshake()
             switch progress {
             case .done: return
@@ -242,11 +251,23 @@ private struct Exchange {
     func read(into parser: inout ResponseParser, _ channel: Channel, fd: Int32, tls: TLSSummary?) throws(HTTPClientError) {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while !parser.isComplete {
+            // Every turn, not only when a read would block: bytes that keep coming must not
+            // keep the exchange alive past its deadline.
+            if monotonicMilliseconds() >= deadline {
+                let what = parser.head == nil ? "no complete response head (bytes kept arriving)" : "the response was not complete"
+                throw HTTPClientError(phase: .response, message: "\(what) within \(timeoutText)", isTimeout: true, tls: tls, head: parser.head)
+            }
             let progress = buffer.withUnsafeMutableBytes { channel.read(into: $0.baseAddress!, count: $0.count) }
             switch progress {
             case .done(let n):
                 do { try parser.parse(buffer[0..<n]) } catch { throw Exchange.failure(error, parser, tls) }
             case .closed:
+                // A body that runs to the close is whole only if the close is TLS's own: a TCP
+                // close without close_notify may be a cut (RFC 8446 §6.1, RFC 9112 §8).
+                if parser.isCloseDelimited, case .tls(let stream) = channel, stream.closedWithoutNotify {
+                    throw HTTPClientError(phase: .response, message: "the response was truncated (TLS closed without close_notify)",
+                                          tls: tls, head: parser.head, parseError: .truncated)
+                }
                 do { try parser.endOfInput() } catch { throw Exchange.failure(error, parser, tls) }
             case .wantRead, .wantWrite:
                 guard wait(fd, progress == .wantWrite ? Int16(POLLOUT) : Int16(POLLIN)) else {

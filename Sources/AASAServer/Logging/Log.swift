@@ -44,7 +44,9 @@ public struct Log: Sendable {
         let time = HTTPDate.iso8601(milliseconds: wallClockMilliseconds())
         switch format {
         case .text:
-            return "\(time) \(level.rawValue) \(message)\n"
+            // One entry, one line: a peer's bytes quoted in a message (a CA's problem detail, a
+            // header) can neither break the line nor reach the terminal as control codes.
+            return "\(time) \(level.rawValue) \(message.escapingControlCharacters)\n"
         case .json:
             var w = JSONWriter()
             w.beginObject()

@@ -17,8 +17,9 @@ final class TLSStream {
         case wantRead
         /// Wait until the socket is writable, then call again.
         case wantWrite
-        /// The peer closed the stream (close_notify, or a TCP close without one: OpenSSL 3's
-        /// unexpected EOF is an orderly end here, SSL_OP_IGNORE_UNEXPECTED_EOF).
+        /// The peer closed the stream: close_notify, or a TCP close without one. The server's
+        /// end treats both as an orderly end (SSL_OP_IGNORE_UNEXPECTED_EOF); the client's end
+        /// tells them apart through ``closedWithoutNotify``.
         case closed
         /// A protocol or system failure; the stream is unusable.
         case failed(String)
@@ -135,6 +136,10 @@ final class TLSStream {
     /// Set when a server-side handshake failed because the client spoke plain HTTP.
     private(set) var receivedPlainHTTP = false
 
+    /// Set when ``Progress/closed`` came from a TCP close without close_notify: data that ends
+    /// with the connection may have been cut by anyone on the path (RFC 8446 §6.1).
+    private(set) var closedWithoutNotify = false
+
     private func progress(after result: Int32) -> Progress {
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ: return .wantRead
@@ -142,7 +147,13 @@ final class TLSStream {
         case SSL_ERROR_ZERO_RETURN: return .closed
         case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
             // A reset or an EOF in the middle of a record: the peer is gone.
-            return errno == 0 ? .closed : .failed(String(cString: strerror(errno)))
+            if errno == 0 { closedWithoutNotify = true; return .closed }
+            return .failed(String(cString: strerror(errno)))
+        case SSL_ERROR_SSL where aasa_ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING:
+            // Only the client's end gets here (the server's ignores unexpected EOF).
+            TLSError.clearQueue()
+            closedWithoutNotify = true
+            return .closed
         default:
             // OpenSSL recognises plain HTTP sent to a TLS port ("http request").
             if !isClient, aasa_ERR_GET_REASON(ERR_peek_error()) == SSL_R_HTTP_REQUEST { receivedPlainHTTP = true }

@@ -82,6 +82,23 @@ let aasaRules: [Rule] = [
         #expect(missing.isEmpty, "codes without a rule test: \(missing)")
     }
 
+    /// A hostile file: one string of 131 000 control characters. The first 100 findings are
+    /// listed, in order; every one is counted.
+    @Test func aFileListsItsFirstHundredFindingsAndCountsTheRest() {
+        let text = "{\"applinks\": \"" + String(repeating: "\u{1}", count: 131_000) + "\"}"
+        let file = AASAFile(text)
+        #expect(file.diagnostics.count == Diagnostic.listLimit)
+        #expect(file.errorCount >= 131_000) // each character, and what the reader finds
+        #expect(file.unlistedCount == file.errorCount + file.warningCount - 100)
+        #expect(!file.isValid)
+        // In order of position: the string where an object belongs, then its characters.
+        #expect(file.diagnostics.first?.code == .wrongType)
+        #expect(file.diagnostics.dropFirst().allSatisfy { $0.code == .controlCharacter })
+        #expect(file.diagnostics.map(\.column) == Array(14..<114))
+        let other = AssociationFile(kind: .assetLinks, bytes: Array(("[\"" + String(repeating: "\u{1}", count: 5000) + "\"]").utf8))
+        #expect(other.diagnostics.count == 100 && other.errorCount >= 5000 && !other.isValid)
+    }
+
     @Test func aFileOverTheLimitIsAnErrorAtTheFirstCharacter() {
         let padding = String(repeating: " ", count: AASAFile.maximumSize)
         let file = AASAFile("{\"webcredentials\": {\"apps\": [\"\(a)\"]}}" + padding)

@@ -118,6 +118,19 @@ import Testing
         #expect(ACMEClient.retryAfterSeconds(" 5 ") == 5)
         #expect(ACMEClient.retryAfterSeconds("soon") == nil)
     }
+
+    /// A CA's `Retry-After` reaches no arithmetic unclamped: Swift traps on overflow, and one
+    /// header once stopped the whole server.
+    @Test func aHugeOrDistantRetryAfterIsADay() {
+        #expect(ACMEClient.retryAfterSeconds("9999999999999999") == 86_400)
+        #expect(ACMEClient.retryAfterSeconds(String(repeating: "9", count: 400)) == 86_400)
+        #expect(ACMEClient.retryAfterSeconds("Fri, 31 Dec 9999 23:59:59 GMT") == 86_400)
+        #expect(ACMEClient.retryAfterSeconds("Thu, 01 Jan 1970 00:00:00 GMT") == 0)
+        #expect(ACMEClient.retryAfterSeconds("-5") == nil)
+        let c = ACMEConfiguration()
+        #expect(c.retryDelay(failures: 1, retryAfterSeconds: Int.max) == 86_400_000)
+        #expect(c.retryDelay(failures: 1, retryAfterSeconds: Int.min) == 60_000)
+    }
 }
 
 /// A base64url JWS part read as JSON.
