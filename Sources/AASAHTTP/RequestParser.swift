@@ -85,6 +85,9 @@ public struct HTTPRequest: Sendable, Equatable {
 /// end of the head where it stopped, so the work over a slow client's byte-at-a-time head stays
 /// linear, and it checks every limit as bytes arrive rather than once the head is complete.
 public struct RequestParser: Sendable {
+    /// The reason of the 400 for a request line whose version is not `HTTP/` digit `.` digit.
+    public static let malformedVersion = "malformed HTTP version"
+
     public enum Result: Sendable, Equatable {
         /// The head is not complete yet; no limit has been broken.
         case needMore
@@ -200,7 +203,7 @@ public struct RequestParser: Sendable {
               let major = RequestParser.digit(versionBytes[versionBytes.startIndex + 5]),
               versionBytes[versionBytes.startIndex + 6] == UInt8(ascii: "."),
               let minor = RequestParser.digit(versionBytes[versionBytes.startIndex + 7])
-        else { return .error(HTTPError(.badRequest, "malformed HTTP version")) }
+        else { return .error(HTTPError(.badRequest, RequestParser.malformedVersion)) }
         guard major == 1 else {
             return .error(HTTPError(.httpVersionNotSupported, "HTTP/\(major).\(minor) is not supported on this connection"))
         }

@@ -23,16 +23,33 @@ import Glibc
                                                        "GOAWAY ENHANCE_YOUR_CALM (last stream 3) for a 104-byte block that decodes"])
     }
 
-    @Test func headersOnAHalfClosedStreamGetGoAwayStreamClosedAndOnAForgottenOneAreIgnored() throws {
-        try attack("headers-on-closed-stream", answers: ["GOAWAY STREAM_CLOSED", "1000 HEADERS on a closed stream ignored",
-                                                         "then stream 3 200 on the same connection"])
+    @Test func headersOnAHalfClosedOrClosedStreamGetGoAwayStreamClosed() throws {
+        try attack("headers-on-closed-stream", answers: ["GOAWAY STREAM_CLOSED (last stream 1) for HEADERS on a half-closed (remote) stream;",
+                                                         "GOAWAY STREAM_CLOSED (last stream 1) for HEADERS on a closed stream;"])
     }
 
-    @Test func aBadPrefaceGetsGoAwayProtocolErrorOrAnHTTP11Answer() throws {
+    /// RFC 9113 §5.1, §5.1.1 and §6.1: the late frames a strict conformance suite sends.
+    @Test func lateFramesOnClosedStreamsAndLowerStreamIDsAreConnectionErrors() throws {
+        try attack("stream-states", answers: ["GOAWAY STREAM_CLOSED (last stream 1) for DATA right after END_STREAM;",
+                                              "GOAWAY STREAM_CLOSED (last stream 1) for DATA on an answered stream;",
+                                              "GOAWAY STREAM_CLOSED (last stream 1) for DATA after RST_STREAM;",
+                                              "GOAWAY STREAM_CLOSED (last stream 1) for HEADERS after RST_STREAM;",
+                                              "GOAWAY PROTOCOL_ERROR (last stream 5) for stream 3 after stream 5;"])
+    }
+
+    @Test func priorityOnStreamZeroOrOnItselfGetsGoAwayProtocolError() throws {
+        try attack("priority", answers: ["GOAWAY PROTOCOL_ERROR (last stream 0) for PRIORITY on stream 0;",
+                                         "for PRIORITY on itself;", "for HEADERS on itself;",
+                                         "then stream 1 200 on the same connection"])
+    }
+
+    @Test func aBadPrefaceGetsGoAwayProtocolError() throws {
         let output = try attack("bad-preface", answers: ["GOAWAY PROTOCOL_ERROR (last stream 0) for PING before SETTINGS"])
         #expect(line("tls", "bad-preface", in: output)?.contains("GOAWAY PROTOCOL_ERROR (last stream 0) for a broken preface") == true)
-        // On the plain listener the opening bytes pick the protocol: not the preface, so HTTP/1.1.
-        #expect(line("h2c", "bad-preface", in: output)?.contains("HTTP/1.1 505 and close for a broken preface") == true)
+        // On the plain listener too, where an opening that is no HTTP/1.x request line is
+        // taken for HTTP/2 (h2spec's "INVALID CONNECTION PREFACE" among them).
+        #expect(line("h2c", "bad-preface", in: output)?.contains("GOAWAY PROTOCOL_ERROR (last stream 0) for a broken preface") == true)
+        #expect(line("h2c", "bad-preface", in: output)?.contains("HTTP/1.1 400 for a bad HTTP/1.1 request line") == true)
     }
 
     @Test func aWindowPushedPast2To31Minus1GetsAStreamOrConnectionFlowControlError() throws {

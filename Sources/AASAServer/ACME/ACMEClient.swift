@@ -12,6 +12,16 @@ final class ACMEClient {
         var newAccount: String
         var newOrder: String
         var externalAccountRequired: Bool
+
+        /// RFC 8555 §7.1.1; nil when a required URL is missing.
+        init?(json: JSONValue?) {
+            guard let json, let newNonce = json["newNonce"]?.stringValue, let newAccount = json["newAccount"]?.stringValue,
+                  let newOrder = json["newOrder"]?.stringValue else { return nil }
+            self.newNonce = newNonce
+            self.newAccount = newAccount
+            self.newOrder = newOrder
+            self.externalAccountRequired = json["meta"]?["externalAccountRequired"]?.boolValue ?? false
+        }
     }
 
     struct Response {
@@ -47,13 +57,10 @@ final class ACMEClient {
 
     func loadDirectory() throws(ACMEError) -> Directory {
         if let directory { return directory }
-        let response = try exchange(HTTPClientRequest(url: try url(directoryURL)), step: "directory")
-        guard let json = response.json, let newNonce = json["newNonce"]?.stringValue, let newAccount = json["newAccount"]?.stringValue,
-              let newOrder = json["newOrder"]?.stringValue else {
+        let response = try exchange(HTTPClientRequest(url: try Self.url(directoryURL)), step: "directory")
+        guard let d = Directory(json: response.json) else {
             throw ACMEError(.protocolViolation, "\(directoryURL) is not an ACME directory (no newNonce, newAccount or newOrder)")
         }
-        let d = Directory(newNonce: newNonce, newAccount: newAccount, newOrder: newOrder,
-                          externalAccountRequired: json["meta"]?["externalAccountRequired"]?.boolValue ?? false)
         directory = d
         return d
     }
@@ -64,7 +71,7 @@ final class ACMEClient {
             return nonce
         }
         let d = try loadDirectory()
-        _ = try exchange(HTTPClientRequest(method: "HEAD", url: try url(d.newNonce)), step: "newNonce")
+        _ = try exchange(HTTPClientRequest(method: "HEAD", url: try Self.url(d.newNonce)), step: "newNonce")
         guard let n = nonce else { throw ACMEError(.protocolViolation, "newNonce gave no Replay-Nonce") }
         nonce = nil
         return n
@@ -83,7 +90,7 @@ final class ACMEClient {
             var headers = [(name: "Content-Type", value: "application/jose+json")]
             if let accept { headers.append((name: "Accept", value: accept)) }
             do {
-                return try exchange(HTTPClientRequest(method: "POST", url: try url(target), headers: headers, body: body), step: step)
+                return try exchange(HTTPClientRequest(method: "POST", url: try Self.url(target), headers: headers, body: body), step: step)
             } catch {
                 attempt += 1
                 if error.problem?.type == ACMEProblem.badNonce, attempt <= ACMEClient.badNonceRetries {
@@ -120,7 +127,7 @@ final class ACMEClient {
     /// Every URL the CA hands out (directory entries, Location, order, authorization,
     /// challenge and certificate URLs) must be HTTPS (RFC 8555 §6.1): anything else is refused
     /// before a request is made, so no signed request ever travels in the clear.
-    private func url(_ text: String) throws(ACMEError) -> HTTPURL {
+    static func url(_ text: String) throws(ACMEError) -> HTTPURL {
         let parsed: HTTPURL
         do { parsed = try HTTPURL(text) } catch { throw ACMEError(.protocolViolation, "bad URL from the CA: \(error)") }
         guard parsed.isSecure else {
@@ -236,19 +243,25 @@ final class ACMEClient {
         var status: String
         var host: String
         var challenges: [Challenge]
+
+        /// RFC 8555 §7.1.4: challenges without a type or URL are passed over.
+        init(url: String, json: JSONValue?) throws(ACMEError) {
+            guard let json, let status = json["status"]?.stringValue else {
+                throw ACMEError(.protocolViolation, "authorization \(url) has no status")
+            }
+            self.status = status
+            self.host = json["identifier"]?["value"]?.stringValue ?? ""
+            self.challenges = (json["challenges"]?.arrayValue ?? []).compactMap { c -> Challenge? in
+                guard let type = c["type"]?.stringValue, let url = c["url"]?.stringValue else { return nil }
+                return Challenge(type: type, url: url, token: c["token"]?.stringValue ?? "", status: c["status"]?.stringValue ?? "",
+                                 error: ACMEProblem(json: c["error"]))
+            }
+        }
     }
 
     func authorization(_ url: String) throws(ACMEError) -> (Authorization, retryAfter: Int?) {
         let response = try post(url, payload: nil, step: "authorization")
-        guard let json = response.json, let status = json["status"]?.stringValue else {
-            throw ACMEError(.protocolViolation, "authorization \(url) has no status")
-        }
-        let challenges = (json["challenges"]?.arrayValue ?? []).compactMap { c -> Challenge? in
-            guard let type = c["type"]?.stringValue, let url = c["url"]?.stringValue else { return nil }
-            return Challenge(type: type, url: url, token: c["token"]?.stringValue ?? "", status: c["status"]?.stringValue ?? "",
-                             error: ACMEProblem(json: c["error"]))
-        }
-        return (Authorization(status: status, host: json["identifier"]?["value"]?.stringValue ?? "", challenges: challenges), response.retryAfter)
+        return (try Authorization(url: url, json: response.json), response.retryAfter)
     }
 
     /// Tells the CA the challenge is ready to be validated (RFC 8555 §7.5.1): an empty object.

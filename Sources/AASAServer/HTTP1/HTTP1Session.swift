@@ -27,8 +27,13 @@ final class HTTP1Session: ProtocolSession {
     private let openedAt: Int64
     private var lastActivity: Int64
 
-    init(configuration: HTTP1Configuration, clock: LoopClock, dispatch: RequestDispatch) {
+    /// Set on a plain listener where HTTP/2 with prior knowledge is on: an opening whose
+    /// version is not HTTP/1.x is then taken for an HTTP/2 client's broken preface.
+    private let mayBeHTTP2Preface: Bool
+
+    init(configuration: HTTP1Configuration, clock: LoopClock, dispatch: RequestDispatch, mayBeHTTP2Preface: Bool = false) {
         self.configuration = configuration
+        self.mayBeHTTP2Preface = mayBeHTTP2Preface
         self.clock = clock
         self.dispatch = dispatch
         self.parser = RequestParser(limits: configuration.limits)
@@ -120,6 +125,14 @@ final class HTTP1Session: ProtocolSession {
             case .needMore:
                 compact()
                 return
+            case .error(let e) where mayBeHTTP2Preface && requestsServed == 0
+                && (e.status == .httpVersionNotSupported || e.reason == RequestParser.malformedVersion):
+                // No HTTP/1.x client sends another version on its first line, and an HTTP/2
+                // client whose preface is broken cannot read an HTTP/1.1 answer: it gets
+                // HTTP/2's, a connection error PROTOCOL_ERROR (RFC 9113 §3.4), then the close.
+                output.buffer.append(contentsOf: HTTP1Session.goAwayProtocolError)
+                isClosing = true
+                inputStart = input.count
             case .error(let e):
                 append(dispatch.refuse(e, startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
                 isClosing = true
@@ -146,6 +159,8 @@ final class HTTP1Session: ProtocolSession {
     }
 
     private static let crlf: [UInt8] = [0x0D, 0x0A]
+    /// GOAWAY (type 7) on stream 0, last stream 0, error PROTOCOL_ERROR (1): RFC 9113 §6.8.
+    private static let goAwayProtocolError: [UInt8] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
     private static let closeLine = Array("Connection: close\r\n".utf8)
     private static let keepAliveLine = Array("Connection: keep-alive\r\n".utf8)
 

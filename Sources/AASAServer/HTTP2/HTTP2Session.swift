@@ -56,6 +56,11 @@ final class HTTP2Session: ProtocolSession {
     /// The last input, or output written: with streams open, the stall timeout counts from here.
     private var lastProgress: Int64
 
+    /// Client streams nghttp2 no longer knows, for late frames (RFC 9113 §5.1).
+    private var history = StreamHistory()
+    /// Frames nghttp2 passes over without a callback.
+    private var scanner = FrameScanner()
+
     /// Reused for every response's header list, so submitting one allocates nothing once warm.
     private var fieldList: [nghttp2_nv] = []
 
@@ -99,14 +104,53 @@ final class HTTP2Session: ProtocolSession {
     // MARK: - ProtocolSession
 
     func receive(_ bytes: UnsafeRawBufferPointer, output: inout Output) {
-        guard !isTerminated, let base = bytes.baseAddress, bytes.count > 0 else { return }
+        guard !isTerminated, bytes.count > 0 else { return }
         lastProgress = clock.now
-        let read = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        var fed = 0
+        var scanned = 0
+        while let (offset, event) = scanner.next(in: bytes, from: scanned) {
+            // The byte that completes the event stays unfed until the event is judged.
+            guard feed(bytes, from: fed, to: offset, output: &output) else { return }
+            fed = offset
+            scanned = offset + 1
+            if let (code, reason) = refusal(event) {
+                failure = (code, reason)
+                terminate(code, output: &output)
+                return
+            }
+        }
+        guard feed(bytes, from: fed, to: bytes.count, output: &output) else { return }
+        produce(&output)
+    }
+
+    /// Gives nghttp2 `bytes[from..<to]`; false when it gave up on the connection.
+    private func feed(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int, output: inout Output) -> Bool {
+        guard from < to else { return true }
+        let read = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + from, to - from)
         if read < 0 {
             terminate(failure?.code ?? HTTP2Session.goAwayCode(forError: Int32(read)), output: &output)
-            return
+            return false
         }
-        produce(&output)
+        return true
+    }
+
+    /// What a frame nghttp2 would pass over means, judged with the streams as nghttp2 has
+    /// left them after every byte before it.
+    private func refusal(_ event: FrameScanner.Event) -> (nghttp2_error_code, StaticString)? {
+        switch event {
+        case .selfDependentPriority:
+            return (NGHTTP2_PROTOCOL_ERROR, "a stream depends on itself")
+        case .data(let id):
+            // Stream 0, even ids and idle streams are nghttp2's own protocol errors.
+            guard id > 0, id & 1 == 1, id <= history.highestOpened else { return nil }
+            if let stream = openStream(id) {
+                return stream.isEndedByClient ? (NGHTTP2_STREAM_CLOSED, "DATA on a half-closed (remote) stream") : nil
+            }
+            switch history.verdict(stream: id, isHeaders: false, now: clock.now) {
+            case .new, .late: return nil
+            case .closed, .reusedIdentifier: return (NGHTTP2_STREAM_CLOSED, "DATA on a closed stream")
+            }
+        }
     }
 
     func resume(output: inout Output) {
@@ -252,6 +296,7 @@ final class HTTP2Session: ProtocolSession {
                 return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty DATA flood")
             }
         case FrameType.headers:
+            if let refusal = checkStreamState(header, now: now) { return refusal }
             headerBlockBytes = header.length
             continuationFrames = 0
             decodedHeaderBytes = 0
@@ -276,6 +321,9 @@ final class HTTP2Session: ProtocolSession {
             if !windowUpdates.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "WINDOW_UPDATE flood") }
         case FrameType.goAway:
             break
+        case FrameType.priority where header.stream_id == 0:
+            // RFC 9113 §6.3: a connection error.
+            return trip(NGHTTP2_PROTOCOL_ERROR, "PRIORITY on stream 0")
         default:
             // SETTINGS, PING, PRIORITY, PUSH_PROMISE (a protocol error nghttp2 answers), and
             // extension frames, which are ignored but still cost a read.
@@ -284,9 +332,34 @@ final class HTTP2Session: ProtocolSession {
         return 0
     }
 
+    /// HEADERS on a client stream the client may no longer send on (RFC 9113 §5.1): half-closed
+    /// (remote), or closed by its END_STREAM or a RST_STREAM, is STREAM_CLOSED; a lower stream
+    /// id than one already used is PROTOCOL_ERROR (§5.1.1); one still in flight when the server
+    /// reset the stream is ignored for a moment. Each is a connection error here (an endpoint
+    /// may always end the connection): nghttp2, which keeps no closed streams, would ignore
+    /// them. DATA is judged the same way through ``FrameScanner``. Nil: nghttp2 decides.
+    private func checkStreamState(_ header: nghttp2_frame_hd, now: Int64) -> Int32? {
+        let id = header.stream_id
+        // Stream 0 and server-initiated (even) ids are nghttp2's own protocol errors.
+        guard id > 0, id & 1 == 1 else { return nil }
+        if let stream = openStream(id) {
+            return stream.isEndedByClient ? trip(NGHTTP2_STREAM_CLOSED, "a frame on a half-closed (remote) stream") : nil
+        }
+        switch history.verdict(stream: id, isHeaders: header.type == FrameType.headers, now: now) {
+        case .new, .late: return nil
+        case .closed: return trip(NGHTTP2_STREAM_CLOSED, "a frame on a closed stream")
+        case .reusedIdentifier: return trip(NGHTTP2_PROTOCOL_ERROR, "a stream id lower than one already used")
+        }
+    }
+
     /// A request's HEADERS begin: a new stream.
     func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         guard frame.pointee.hd.type == FrameType.headers, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
+        // RFC 7540 §5.3.1: a stream cannot depend on itself.
+        if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_PRIORITY.rawValue) != 0,
+           frame.pointee.headers.pri_spec.stream_id == frame.pointee.hd.stream_id {
+            return trip(NGHTTP2_PROTOCOL_ERROR, "a stream depends on itself")
+        }
         let stream = HTTP2Stream(startedMicroseconds: monotonicMicroseconds())
         streams[frame.pointee.hd.stream_id] = stream
         decoding = (frame.pointee.hd.stream_id, stream)
@@ -341,7 +414,10 @@ final class HTTP2Session: ProtocolSession {
             refuse(header.stream_id, stream)
             return 0
         }
-        if header.flags & FrameFlag.endStream != 0 { respond(header.stream_id, stream) }
+        if header.flags & FrameFlag.endStream != 0 {
+            stream.isEndedByClient = true
+            respond(header.stream_id, stream)
+        }
         return 0
     }
 
@@ -356,12 +432,14 @@ final class HTTP2Session: ProtocolSession {
     func streamClosed(_ id: Int32, errorCode: UInt32) -> Int32 {
         guard let stream = streams.removeValue(forKey: id) else { return 0 }
         if decoding?.id == id { decoding = nil }
+        let resetByServer = errorCode != NGHTTP2_NO_ERROR.rawValue && !stream.isResetByClient
+        history.recordClose(id, resetByServerAt: resetByServer ? clock.now : nil)
         if streams.isEmpty { idleSince = clock.now }
         // A stream we reset ourselves (its body was too large, nghttp2 found it malformed)
         // spends from the same budget as the client's resets: a client must not make us reset
         // streams faster than it could reset them itself ("MadeYouReset", CVE-2025-8671).
         // Client resets were counted as frames.
-        if errorCode != NGHTTP2_NO_ERROR.rawValue, !stream.isResetByClient, !resets.spend(now: clock.now), failure == nil {
+        if resetByServer, !resets.spend(now: clock.now), failure == nil {
             failure = (NGHTTP2_ENHANCE_YOUR_CALM, "streams reset too fast")
         }
         return 0
@@ -474,6 +552,7 @@ enum FrameType {
     static let goAway = UInt8(NGHTTP2_GOAWAY.rawValue)
     static let windowUpdate = UInt8(NGHTTP2_WINDOW_UPDATE.rawValue)
     static let continuation = UInt8(NGHTTP2_CONTINUATION.rawValue)
+    static let priority = UInt8(NGHTTP2_PRIORITY.rawValue)
 }
 
 enum FrameFlag {

@@ -27,6 +27,9 @@ final class HTTP2Stream {
     var isRefused = false
     /// The client sent RST_STREAM for it (already counted against the reset budget).
     var isResetByClient = false
+    /// The client sent END_STREAM: the stream is half-closed (remote), and any DATA or HEADERS
+    /// on it is STREAM_CLOSED (RFC 9113 §5.1).
+    var isEndedByClient = false
     /// Kept alive until the stream closes: nghttp2 reads DATA from its body lazily, and the
     /// HEADERS frame from its head's prepared field bytes.
     var response: Response?

@@ -329,7 +329,7 @@ final class Connection: RequestDispatch {
             if isPreface, let http2 = loop.http2 {
                 start(HTTP2Session(configuration: http2, clock: loop.clock, dispatch: self))
             } else {
-                start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self))
+                start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self, mayBeHTTP2Preface: true))
             }
             let bytes = sniffed
             sniffed = []
