@@ -46,7 +46,7 @@ public struct SiteCheck: Sendable {
         let shared = SlotWriter(slots)
         let queue = HostQueue(count: hosts.count)
         let threads = (0..<min(SiteCheck.concurrentHosts, hosts.count)).map { _ in
-            startCheckThread { [self] in
+            startThread { [self] in
                 while let i = queue.next() { shared.write(i, check(hosts[i])) }
             }
         }
@@ -376,22 +376,6 @@ private final class HostQueue: Sendable {
             return n - 1
         }
     }
-}
-
-/// A thread of the pool; kept apart from the server's loop threads, which `check` never starts.
-private func startCheckThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let r = pthread_create(&thread, nil, { arg in
-        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
-        return nil
-    }, box)
-    precondition(r == 0, "pthread_create: \(r)")
-    return thread
 }
 
 extension String {

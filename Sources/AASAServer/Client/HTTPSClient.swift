@@ -85,7 +85,7 @@ public final class HTTPSClient: Sendable {
         let (fd, address) = try exchange.connect(addresses)
         defer { close(fd) }
 
-        var channel: Channel = .plain(fd)
+        var channel: ByteStream = .plain(fd)
         var summary: TLSSummary?
         if url.isSecure {
             let stream: TLSStream
@@ -111,43 +111,6 @@ public final class HTTPSClient: Sendable {
         try exchange.read(into: &parser, channel, fd: fd, tls: summary)
         guard let head = parser.head else { preconditionFailure("a complete response has a head") }
         return HTTPResponse(head: head, body: parser.body, address: address, tls: summary)
-    }
-}
-
-/// The plain socket or the TLS stream over it, with the same step results.
-private enum Channel {
-    case plain(Int32)
-    case tls(TLSStream)
-
-    func read(into buffer: UnsafeMutableRawPointer, count: Int) -> TLSStream.Progress {
-        switch self {
-        case .tls(let stream): return stream.read(into: buffer, count: count)
-        case .plain(let fd):
-            do {
-                switch try syscall("recv", { recv(fd, buffer, count, 0) }) {
-                case .done(0): return .closed
-                case .done(let n): return .done(n)
-                case .wouldBlock: return .wantRead
-                }
-            } catch {
-                return error.errno == ECONNRESET ? .closed : .failed("\(error)")
-            }
-        }
-    }
-
-    func write(_ bytes: UnsafeRawPointer, count: Int) -> TLSStream.Progress {
-        switch self {
-        case .tls(let stream): return stream.write(bytes, count: count)
-        case .plain(let fd):
-            do {
-                switch try syscall("send", { send(fd, bytes, count, Int32(MSG_NOSIGNAL)) }) {
-                case .done(let n): return .done(n)
-                case .wouldBlock: return .wantWrite
-                }
-            } catch {
-                return .failed("\(error)")
-            }
-        }
     }
 }
 
@@ -230,7 +193,7 @@ private struct Exchange {
         }
     }
 
-    func write(_ bytes: [UInt8], _ channel: Channel, fd: Int32, tls: TLSSummary?) throws(HTTPClientError) {
+    func write(_ bytes: [UInt8], _ channel: ByteStream, fd: Int32, tls: TLSSummary?) throws(HTTPClientError) {
         var offset = 0
         while offset < bytes.count {
             let progress = bytes.withUnsafeBytes { channel.write($0.baseAddress! + offset, count: bytes.count - offset) }
@@ -248,7 +211,7 @@ private struct Exchange {
         }
     }
 
-    func read(into parser: inout ResponseParser, _ channel: Channel, fd: Int32, tls: TLSSummary?) throws(HTTPClientError) {
+    func read(into parser: inout ResponseParser, _ channel: ByteStream, fd: Int32, tls: TLSSummary?) throws(HTTPClientError) {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while !parser.isComplete {
             // Every turn, not only when a read would block: bytes that keep coming must not

@@ -175,20 +175,3 @@ public final class Server {
         return Listener(fd: fd, kind: kind, address: bound)
     }
 }
-
-/// Starts a thread running `body`.
-func startThread(_ body: @escaping () -> Void) -> pthread_t {
-    final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let r = pthread_create(&thread, nil, { arg in
-        let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-        box.body()
-        return nil
-    }, box)
-    precondition(r == 0, "pthread_create: \(r)")
-    return thread
-}
