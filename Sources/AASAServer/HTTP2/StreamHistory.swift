@@ -81,6 +81,21 @@ struct FrameScanner {
                 i += k
                 continue
             }
+            // A whole frame header in the buffer: read in place (the common case).
+            if pending.isEmpty, i + 9 <= n {
+                let length = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+                let type = bytes[i + 3]
+                if type != FrameType.priority || length != 5 {
+                    skip = length
+                    i += 8
+                    if type == FrameType.data {
+                        let stream = Int32(bitPattern: FrameScanner.streamID(bytes, at: i - 3))
+                        return (i, .data(stream: stream))
+                    }
+                    i += 1
+                    continue
+                }
+            }
             pending.append(bytes[i])
             if pending.count == 9 {
                 let length = Int(pending[0]) << 16 | Int(pending[1]) << 8 | Int(pending[2])
@@ -103,7 +118,9 @@ struct FrameScanner {
         return nil
     }
 
-    private static func streamID(_ b: [UInt8], at i: Int) -> UInt32 {
-        (UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3])) & 0x7FFF_FFFF
+    private static func streamID(_ b: some RandomAccessCollection<UInt8>, at i: Int) -> UInt32 {
+        let s = b.index(b.startIndex, offsetBy: i)
+        return (UInt32(b[s]) << 24 | UInt32(b[b.index(s, offsetBy: 1)]) << 16 | UInt32(b[b.index(s, offsetBy: 2)]) << 8
+            | UInt32(b[b.index(s, offsetBy: 3)])) & 0x7FFF_FFFF
     }
 }
