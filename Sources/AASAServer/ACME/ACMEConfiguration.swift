@@ -22,13 +22,17 @@ public struct ACMEConfiguration: Sendable {
     public init() {}
 
     /// The wait before attempt `failures + 1`: base · 2^(failures−1), capped, and never less
-    /// than the CA's `Retry-After`.
-    func retryDelay(failures: Int, retryAfterSeconds: Int?) -> Int64 {
+    /// than the CA's `Retry-After` — but a renewal, whose certificate expires in
+    /// `expiresInMilliseconds`, is never put off past its deadline: at most half the time left
+    /// (and at least the base), so the retries close in on the expiry instead of missing it.
+    func retryDelay(failures: Int, retryAfterSeconds: Int?, expiresInMilliseconds: Int64? = nil) -> Int64 {
         let exponent = min(max(failures - 1, 0), 30)
         let backoff = min(retryBaseMilliseconds.multipliedReportingOverflow(by: Int64(1) << exponent).partialValue, maximumRetryMilliseconds)
         // The CA's wait is clamped here too (to a day), whoever parsed it.
         let asked = Int64(min(max(retryAfterSeconds ?? 0, 0), ACMEClient.maximumRetryAfterSeconds)) * 1000
-        return max(backoff, asked)
+        let delay = max(backoff, asked)
+        guard let left = expiresInMilliseconds else { return delay }
+        return min(delay, max(retryBaseMilliseconds, left / 2))
     }
 }
 

@@ -180,7 +180,11 @@ final class ACMEScheduler: @unchecked Sendable {
             log.error("acme: \(host): order failed: \(error); creating a new account and retrying at once")
             return
         }
-        let delay = configuration.retryDelay(failures: failures, retryAfterSeconds: error.retryAfter)
+        // A renewal's deadline: the expiry of the certificate the host has now.
+        let notAfter = written[host]?.notAfter
+            ?? state.snapshots.load().0.certificates.select(serverName: host).flatMap { $0.covers(host) ? $0.notAfter : nil }
+        let expiresIn = notAfter.map { Int64($0 - wallClockSeconds()) * 1000 }
+        let delay = configuration.retryDelay(failures: failures, retryAfterSeconds: error.retryAfter, expiresInMilliseconds: expiresIn)
         backoff[host] = Backoff(failures: failures, nextAttempt: monotonicMilliseconds() + delay)
         status.set(host, .failed, error: error.description, nextAttempt: wallClockSeconds() + Int((delay + 999) / 1000))
         log.error("acme: \(host): order failed: \(error); retrying in \(ACMEScheduler.duration(delay))")

@@ -131,6 +131,14 @@ import Testing
         #expect(c.retryDelay(failures: 1, retryAfterSeconds: Int.max) == 86_400_000)
         #expect(c.retryDelay(failures: 1, retryAfterSeconds: Int.min) == 60_000)
     }
+
+    @Test func aRenewalIsNeverPutOffPastHalfTheTimeItsCertificateHasLeft() {
+        let c = ACMEConfiguration()
+        #expect(c.retryDelay(failures: 1, retryAfterSeconds: 86_400, expiresInMilliseconds: 10 * 3_600_000) == 5 * 3_600_000)
+        #expect(c.retryDelay(failures: 1, retryAfterSeconds: 86_400, expiresInMilliseconds: 30 * 86_400_000) == 86_400_000)
+        // Expired or about to: still at least the base, never a busy loop.
+        #expect(c.retryDelay(failures: 9, retryAfterSeconds: nil, expiresInMilliseconds: -5_000) == 60_000)
+    }
 }
 
 /// A base64url JWS part read as JSON.
