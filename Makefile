@@ -16,9 +16,10 @@ FUZZ_TIME  ?= 30
 # System packages, installed with apt when missing: what the build needs, and what the tests
 # talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME).
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
-TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble
+TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble \
+                  systemd man-db groff-base zsh fish
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -49,6 +50,51 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# A host without containers: the release binary, its man page and bash, zsh and fish completions,
+# and the systemd unit (deploy/systemd/aasa.service, its ExecStart pointed at BINDIR), under
+# DESTDIR/PREFIX. The man page comes from the command definitions, through swift-argument-parser's
+# generate-manual plugin (it builds the package in release mode and runs the tool on `aasa`).
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DATADIR     ?= $(PREFIX)/share
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+RELEASE_BIN := .build/release/aasa
+MANUAL_DIR  := .build/manual
+
+manual: release
+	mkdir -p $(MANUAL_DIR)
+	$(SWIFT) package --allow-writing-to-directory $(MANUAL_DIR) generate-manual --output-directory $(MANUAL_DIR)
+
+install: release manual
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions \
+	  $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d $(DESTDIR)$(UNITDIR)
+	install -m 755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/aasa
+	install -m 644 $(MANUAL_DIR)/aasa.1 $(DESTDIR)$(MANDIR)/man1/aasa.1
+	$(RELEASE_BIN) --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/aasa
+	$(RELEASE_BIN) --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_aasa
+	$(RELEASE_BIN) --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/aasa.fish
+	sed 's|/usr/local/bin/aasa|$(BINDIR)/aasa|' deploy/systemd/aasa.service > $(DESTDIR)$(UNITDIR)/aasa.service
+	chmod 644 $(DESTDIR)$(DATADIR)/bash-completion/completions/aasa $(DESTDIR)$(DATADIR)/zsh/site-functions/_aasa \
+	  $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/aasa.fish $(DESTDIR)$(UNITDIR)/aasa.service
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/aasa $(DESTDIR)$(MANDIR)/man1/aasa.1 $(DESTDIR)$(DATADIR)/bash-completion/completions/aasa \
+	  $(DESTDIR)$(DATADIR)/zsh/site-functions/_aasa $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/aasa.fish $(DESTDIR)$(UNITDIR)/aasa.service
+
+# `make install` into a temporary DESTDIR with PREFIX=/opt/aasa-test, then Scripts/check-install.sh
+# checks what landed where: the binary runs, the man page renders without warnings and names
+# every command, each completion script parses in its shell, the unit passes systemd-analyze verify.
+test-install: test-deps
+	@dest=$$(mktemp -d); trap 'rm -rf "$$dest"' EXIT; \
+	  $(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/opt/aasa-test && Scripts/check-install.sh "$$dest" /opt/aasa-test
+
+# The unit as committed (its binary path pointed at this build's), through systemd-analyze verify:
+# any message fails, since verify reports a bad value as a warning and exits 0.
+test-systemd: test-deps
+	@Scripts/check-systemd-unit.sh deploy/systemd/aasa.service $(CURDIR)/$(DEBUG_BIN)
+
 # Development mode makes its CA and certificate in certs-dev/ on first start. The findings of
 # `validate` are printed, but errors do not stop the server: a site whose file has errors is not
 # served (404) until it is fixed, and every other site is.
@@ -58,7 +104,7 @@ run: build
 
 # The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
 # the count of tests, as "N passed, 0 failed".
-test: test-deps unit-test fuzz-smoke lint-deploy
+test: test-deps unit-test fuzz-smoke lint-deploy test-systemd test-install
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
 # A test run that hangs is stopped at TEST_TIME_LIMIT (the whole suite takes 3 to 10 minutes),
