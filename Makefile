@@ -37,12 +37,14 @@ endef
 deps:
 	$(call apt_install,$(BUILD_PACKAGES))
 
-# The hostile HTTP/2 clients (Tests/h2/hostile.py) use the PyPI package h2, and the SARIF output of
-# `validate` is checked against its schema with jsonschema; both installed when missing.
+# The hostile HTTP/2 clients (Tests/h2/hostile.py) use the PyPI package h2, the SARIF output of
+# `validate` is checked against its schema with jsonschema, and action.yml and .pre-commit-hooks.yaml
+# are read with PyYAML; each installed when missing.
 test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
 	@python3 -c "import h2" 2>/dev/null || python3 -m pip install -q h2
 	@python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install -q jsonschema
+	@python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
 
 build: deps
 	$(SWIFT) build
