@@ -139,7 +139,7 @@ extension DiagnosticCode {
     /// What to do about a finding: where the rule is documented, and what the severity means.
     var help: String {
         let consequence = severity == .error
-            ? "An error: `aasa serve` does not serve a file with errors, and `aasa validate` exits 1."
+            ? "An error: `aasa serve` does not serve this version of the file (a good version it served before keeps serving), and `aasa validate` exits 1."
             : "A warning: the file is served; `aasa validate --strict` counts it as an error."
         return "\(explanation) \(consequence) Every rule is listed, by its code `\(rawValue)`, in the README of aasa, section \"Rules\"."
     }
