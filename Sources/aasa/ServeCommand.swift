@@ -22,7 +22,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Config directory: one folder per site (default ./config).")
     var config: String?
 
-    @Option(help: "Certificates: NAME.crt/NAME.pem with NAME.key, or NAME/fullchain.pem with NAME/privkey.pem.")
+    @Option(help: "Certificates: NAME.crt/NAME.pem with NAME.key, NAME/fullchain.pem with NAME/privkey.pem, or NAME/tls.crt with NAME/tls.key (a Kubernetes TLS Secret).")
     var certs: String?
 
     @Option(help: "HTTPS listener ADDR:PORT; repeatable (default 0.0.0.0:8443).")

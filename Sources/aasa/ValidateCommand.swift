@@ -6,6 +6,16 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case json
 }
 
+/// `validate`'s formats: its own two, and three that CI systems read (GitHub Actions workflow
+/// commands, SARIF 2.1.0 for code scanning, GitLab's Code Quality report).
+enum ValidateFormat: String, ExpressibleByArgument, CaseIterable {
+    case text
+    case json
+    case github
+    case sarif
+    case gitlab
+}
+
 extension AssociationFileKind: ExpressibleByArgument {}
 
 struct ValidateCommand: ParsableCommand {
@@ -24,8 +34,8 @@ struct ValidateCommand: ParsableCommand {
     @Argument(help: "Files, site folders or config directories.")
     var paths: [String]
 
-    @Option(help: "Output format: text or json.")
-    var format: OutputFormat = .text
+    @Option(help: "Output format: text, json, github (workflow commands that annotate a pull request), sarif (SARIF 2.1.0, for code scanning) or gitlab (a Code Quality report).")
+    var format: ValidateFormat = .text
 
     @Option(help: "Read the files given as this kind: aasa, assetlinks, merchantid or webauthn (default: by file name).")
     var kind: AssociationFileKind?
@@ -84,38 +94,14 @@ struct ValidateCommand: ParsableCommand {
             }
         }
 
+        let report = ValidationReport(files: results.map { ValidationReport.File(path: $0.path, file: $0.file) })
         let out = FileHandleOutput.standardOutput
         switch format {
-        case .text:
-            var text = ""
-            for (path, file) in results {
-                for d in file.diagnostics {
-                    text += "\(path):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n"
-                }
-                // The validator lists the first 100 findings of a file and counts the rest.
-                if file.unlistedCount > 0 { text += "\(path): note: \(file.unlistedCount) more findings not shown\n" }
-            }
-            let errors = results.reduce(0) { $0 + $1.file.errorCount }
-            let warnings = results.reduce(0) { $0 + $1.file.warningCount }
-            // SPEC 4 fixes this line's form, plural whatever the counts: scripts read it.
-            text += "\(errors) errors, \(warnings) warnings in \(results.count) files\n"
-            out.write(text)
-        case .json:
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("files")
-            w.beginArray()
-            for (path, file) in results {
-                w.beginObject()
-                w.key("path"); w.value(path)
-                w.key("valid"); w.value(passes(file))
-                w.key("diagnostics")
-                w.write(file.diagnostics)
-                w.endObject()
-            }
-            w.endArray()
-            w.endObject()
-            out.write(w.output + "\n")
+        case .text: out.write(report.text())
+        case .json: out.write(report.json(passes: passes))
+        case .github: out.write(report.githubCommands())
+        case .sarif: out.write(report.sarif())
+        case .gitlab: out.write(report.gitlabCodeQuality())
         }
 
         if unreadable { throw ExitCode(2) }

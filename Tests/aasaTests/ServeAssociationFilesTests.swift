@@ -59,6 +59,34 @@ let merchantID = "7B227073704964223A2239353742454139314138383637463645\n"
         #expect(ServerProcess.waitFor { server.accessLog.contains("GET /.well-known/assetlinks.json HTTP/1.1\" 200") })
     }
 
+    @Test func requestsAreCountedByTheFileAskedForAndOtherPathsAsOther() throws {
+        let server = try ServerProcess(sites: ["example.com": exampleCom], workers: 1, prepare: { config in
+            try assetLinks.write(to: config.appendingPathComponent("example.com/assetlinks.json"), atomically: true, encoding: .utf8)
+        })
+        for (path, host, method, status) in [
+            ("/.well-known/assetlinks.json", "example.com", "GET", 200),
+            ("/.well-known/assetlinks.json", "example.com", "GET", 200),
+            ("/apple-app-site-association", "example.com", "GET", 200),
+            ("/.well-known/apple-app-site-association", "example.com", "HEAD", 200),
+            ("/.well-known/webauthn", "example.com", "POST", 405),
+            ("/.well-known/webauthn", "example.com", "GET", 404),
+            ("/index.html", "example.com", "GET", 404),
+            ("/.well-known/assetlinks.json", "nosuch.example.net", "GET", 404),
+        ] {
+            let r = try RawHTTP.exchange(port: server.http, Self.request(path, host: host, method: method))
+            #expect(RawHTTP.status(r) == status, "\(method) \(path) on \(host)")
+        }
+        let lines = try server.admin("/metrics").body.split(separator: "\n").filter { $0.hasPrefix("aasa_requests_total{") }
+        #expect(lines == [
+            #"aasa_requests_total{site="example.com",file="apple-app-site-association",status="200"} 2"#,
+            #"aasa_requests_total{site="example.com",file="assetlinks.json",status="200"} 2"#,
+            #"aasa_requests_total{site="example.com",file="webauthn",status="404"} 1"#,
+            #"aasa_requests_total{site="example.com",file="other",status="404"} 1"#,
+            #"aasa_requests_total{site="example.com",file="webauthn",status="405"} 1"#,
+            #"aasa_requests_total{site="unknown",file="assetlinks.json",status="404"} 1"#,
+        ])
+    }
+
     @Test func aRejectedFileIsNotServedWhileItsSiblingsAre() throws {
         let server = try ServerProcess(sites: ["example.com": exampleCom], workers: 1, prepare: { config in
             // A path in a WebAuthn origin is an error.

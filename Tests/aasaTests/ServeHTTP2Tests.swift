@@ -36,7 +36,7 @@ import Glibc
         #expect(unknown.stdout.hasPrefix("HTTP/2 404"))
         // One access-log line per stream, protocol HTTP/2.0.
         #expect(ServerProcess.waitFor { server.accessLog.contains("HTTP/2.0") })
-        #expect(try server.admin("/metrics").body.contains(#"aasa_requests_total{site="example.com",status="304"} 1"#))
+        #expect(try server.admin("/metrics").body.contains(#"aasa_requests_total{site="example.com",file="apple-app-site-association",status="304"} 1"#))
     }
 
     @Test func priorKnowledgeOnThePlainListenerIsHTTP2() throws {

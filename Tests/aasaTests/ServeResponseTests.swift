@@ -218,7 +218,7 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         #expect(try server.admin("/readyz").status == 200)
         _ = try server.curlHTTPS(host: "example.com")
         let metrics = try server.admin("/metrics").body
-        #expect(metrics.contains("aasa_requests_total{site=\"example.com\",status=\"200\"}"))
+        #expect(metrics.contains("aasa_requests_total{site=\"example.com\",file=\"apple-app-site-association\",status=\"200\"}"))
         #expect(metrics.contains("aasa_tls_handshakes_total "))
         #expect(metrics.contains("aasa_certificate_expiry_timestamp_seconds{name=\"sites\"}"))
         #expect(metrics.contains("aasa_open_connections "))

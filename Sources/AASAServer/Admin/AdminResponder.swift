@@ -127,10 +127,14 @@ enum AdminResponder {
     }
 
     static func metrics(_ state: ServerState) -> String {
-        var requests: [LoopCounters.Key: Int] = [:]
+        var requests: [LoopCounters.Key: [Int]] = [:]
         for loop in state.loopCounters {
             loop.requests.withLock { tally in
-                for (key, n) in tally.counts { requests[key, default: 0] += n.value }
+                for (key, count) in tally.counts {
+                    var sum = requests[key] ?? [Int](repeating: 0, count: RequestedFile.allCases.count)
+                    for (i, n) in count.byFile.enumerated() { sum[i] += n }
+                    requests[key] = sum
+                }
             }
         }
         let m = state.metrics
@@ -138,9 +142,11 @@ enum AdminResponder {
         func family(_ name: String, _ type: String, _ help: String) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
         }
-        family("aasa_requests_total", "counter", "Requests answered, by site and status.")
-        for (key, n) in requests.sorted(by: { ($0.key.site, $0.key.status) < ($1.key.site, $1.key.status) }) {
-            out += "aasa_requests_total{site=\"\(label(key.site))\",status=\"\(key.status)\"} \(n)\n"
+        family("aasa_requests_total", "counter", "Requests answered, by site, file asked for and status.")
+        for (key, byFile) in requests.sorted(by: { ($0.key.site, $0.key.status) < ($1.key.site, $1.key.status) }) {
+            for file in RequestedFile.allCases where byFile[file.rawValue] > 0 {
+                out += "aasa_requests_total{site=\"\(label(key.site))\",file=\"\(file.label)\",status=\"\(key.status)\"} \(byFile[file.rawValue])\n"
+            }
         }
         family("aasa_reloads_total", "counter", "Configuration reloads.")
         out += "aasa_reloads_total \(m.reloads.load(ordering: .relaxed))\n"

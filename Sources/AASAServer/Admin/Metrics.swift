@@ -1,3 +1,4 @@
+import AASACore
 import Synchronization
 
 /// Process-wide counters for `/metrics` (SPEC 3.5). Request counts live per loop (see
@@ -22,17 +23,50 @@ public final class Metrics: Sendable {
     }
 }
 
-/// One loop's request counts by site and status. Written by its own thread; read by the admin
-/// endpoint through the same uncontended lock (a pthread mutex: see ``Locked`` for why).
+/// The file a request asked for, as `/metrics` names it: one of the association files, or
+/// `other` for any other path (a fixed label set, whatever paths clients send). A small integer,
+/// so counting a request indexes an array instead of building a label.
+enum RequestedFile: Int, CaseIterable, Sendable {
+    case aasa
+    case assetLinks
+    case merchantID
+    case webAuthn
+    case other
+
+    init(_ kind: AssociationFileKind?) {
+        switch kind {
+        case .aasa: self = .aasa
+        case .assetLinks: self = .assetLinks
+        case .merchantID: self = .merchantID
+        case .webAuthn: self = .webAuthn
+        case nil: self = .other
+        }
+    }
+
+    /// The `file` label: the association file's name (`apple-app-site-association`, …) or `other`.
+    var label: String {
+        switch self {
+        case .aasa: return AssociationFileKind.aasa.fileName
+        case .assetLinks: return AssociationFileKind.assetLinks.fileName
+        case .merchantID: return AssociationFileKind.merchantID.fileName
+        case .webAuthn: return AssociationFileKind.webAuthn.fileName
+        case .other: return "other"
+        }
+    }
+}
+
+/// One loop's request counts by site, file and status. Written by its own thread; read by the
+/// admin endpoint through the same uncontended lock (a pthread mutex: see ``Locked`` for why).
 final class LoopCounters: Sendable {
     struct Key: Hashable {
         var site: String
         var status: Int
     }
 
-    /// A count, by reference: the last one counted is kept at hand.
+    /// The counts of one site and status, by reference (the last one counted is kept at hand),
+    /// one per ``RequestedFile``, indexed by its raw value.
     final class Count {
-        var value = 0
+        var byFile = [Int](repeating: 0, count: RequestedFile.allCases.count)
     }
 
     struct Tally {
@@ -44,16 +78,16 @@ final class LoopCounters: Sendable {
 
     let requests = Locked<Tally>(Tally())
 
-    func count(site: String, status: Int) {
+    func count(site: String, file: RequestedFile, status: Int) {
         requests.withLock { tally in
             if let last = tally.last, last.key.status == status, last.key.site == site {
-                last.count.value += 1
+                last.count.byFile[file.rawValue] += 1
                 return
             }
             let key = Key(site: site, status: status)
             let count = tally.counts[key] ?? Count()
             tally.counts[key] = count
-            count.value += 1
+            count.byFile[file.rawValue] += 1
             tally.last = (key, count)
         }
     }

@@ -26,32 +26,35 @@ enum AssociationFileHandler {
     ///   configured.
     static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts,
                         cache: inout HostCache, dev: Bool = false) -> Response {
+        let kind = kind(of: request.path)
+        let file = RequestedFile(kind)
         guard let host = request.host, let (name, site) = cache.lookup(host, in: snapshot) else {
             let text = dev ? DevelopmentMode.unknownHostMessage(host: request.host ?? "(none)", snapshot: snapshot) : "unknown host\n"
-            return .message(.notFound, text, request: request, site: "unknown")
+            return .message(.notFound, text, request: request, site: "unknown", file: file)
         }
         let label = name.description
         // The connection's certificate does not name this host: the client reached us with a
         // connection meant for another site (RFC 9110 §15.5.20).
         if connection.isTLS, !cache.certificateCovers(host, connection.certificate) {
-            return .message(.misdirectedRequest, "this connection's certificate does not cover \(host)\n", request: request, site: label)
+            return .message(.misdirectedRequest, "this connection's certificate does not cover \(host)\n", request: request, site: label, file: file)
         }
-        guard let kind = kind(of: request.path) else {
+        guard let kind else {
             return .message(.notFound, "not found\n", request: request, site: label)
         }
         guard request.method == .get || request.method == .head else {
-            return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: label, extraFields: [("allow", "GET, HEAD")])
+            return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: label, file: file,
+                            extraFields: [("allow", "GET, HEAD")])
         }
-        guard let file = site.file(kind) else {
-            return .message(.notFound, "not found\n", request: request, site: label)
+        guard let siteFile = site.file(kind) else {
+            return .message(.notFound, "not found\n", request: request, site: label, file: file)
         }
-        guard let served = file.served else {
-            return .message(.notFound, "this site's \(kind.fileName) has errors and is not served\n", request: request, site: label)
+        guard let served = siteFile.served else {
+            return .message(.notFound, "this site's \(kind.fileName) has errors and is not served\n", request: request, site: label, file: file)
         }
         if served.isNotModified(ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince) {
-            return Response(head: served.notModifiedHead, body: [], sendsBody: false, siteLabel: label)
+            return Response(head: served.notModifiedHead, body: [], sendsBody: false, siteLabel: label, file: file)
         }
-        return Response(head: served.okHead, body: served.body, sendsBody: request.method != .head, siteLabel: label)
+        return Response(head: served.okHead, body: served.body, sendsBody: request.method != .head, siteLabel: label, file: file)
     }
 }
 

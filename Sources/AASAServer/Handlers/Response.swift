@@ -82,6 +82,8 @@ struct Response {
     /// The site's name, or "unknown" when the host is not configured (a fixed label set keeps
     /// the metrics' cardinality bounded whatever hosts clients send); "" for admin requests.
     let siteLabel: String
+    /// The file the request asked for, the metrics' `file` label.
+    var file: RequestedFile = .other
 
     var status: Int { head.status.rawValue }
     /// Body bytes sent, for the access log.
@@ -89,12 +91,12 @@ struct Response {
 
     /// A message made for this request (`text/plain` unless told otherwise).
     static func message(_ status: HTTPStatus, _ text: String, request: HTTPRequest?, site: String,
-                        contentType: String = "text/plain; charset=utf-8",
+                        file: RequestedFile = .other, contentType: String = "text/plain; charset=utf-8",
                         extraFields: [(name: String, value: String)] = []) -> Response {
         let body = Array(text.utf8)
         let head = ResponseHead(status: status,
                                 fields: [("content-type", contentType)] + extraFields + [("x-content-type-options", "nosniff")],
                                 contentLength: body.count)
-        return Response(head: head, body: body, sendsBody: request?.method != .head, siteLabel: site)
+        return Response(head: head, body: body, sendsBody: request?.method != .head, siteLabel: site, file: file)
     }
 }

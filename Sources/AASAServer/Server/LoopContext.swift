@@ -57,7 +57,7 @@ final class LoopContext {
         case .http where state.dev != nil && Dashboard.handles(request, snapshot: snapshot):
             // The dashboard polls every 2 s: counted, but kept out of the access log.
             let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!)
-            counters.count(site: response.siteLabel, status: response.status)
+            counters.count(site: response.siteLabel, file: response.file, status: response.status)
             return response
         case .http where state.acme != nil && ACMEChallengeHandler.handles(request):
             let response = ACMEChallengeHandler.respond(to: request, challenges: .shared)
@@ -85,7 +85,7 @@ final class LoopContext {
     }
 
     private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) {
-        counters.count(site: response.siteLabel, status: response.status)
+        counters.count(site: response.siteLabel, file: response.file, status: response.status)
         accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
                          status: response.status, bytes: response.bodyBytes,
                          durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds)

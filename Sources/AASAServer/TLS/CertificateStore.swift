@@ -62,8 +62,11 @@ public final class CertificateStore: @unchecked Sendable {
         var key: String
     }
 
-    /// The key pairs of a certs directory in either layout: `NAME.crt`/`NAME.pem` beside
-    /// `NAME.key`, or `NAME/fullchain.pem` with `NAME/privkey.pem` (certbot).
+    /// The key pairs of a certs directory in any layout: `NAME.crt`/`NAME.pem` beside
+    /// `NAME.key`, `NAME/fullchain.pem` with `NAME/privkey.pem` (certbot), or `NAME/tls.crt` with
+    /// `NAME/tls.key` (a Kubernetes TLS Secret mounted as a folder, as cert-manager fills it: the
+    /// kubelet makes each file a symlink into `..data`, itself a symlink it swaps on renewal, so
+    /// the files are followed; the `..data` and `..TIMESTAMP` entries begin with `.` and are skipped).
     /// A key pair whose files are not regular files (a FIFO would block the reading thread) is
     /// left out and named through `skipped`.
     static func candidates(in directory: String, skipped: (String) -> Void = { _ in }) throws(SystemError) -> [Candidate] {
@@ -77,6 +80,8 @@ public final class CertificateStore: @unchecked Sendable {
                 let key = path + "/privkey.pem"
                 if DirectoryListing.isFile(chain), DirectoryListing.isFile(key) {
                     out.append(Candidate(name: name, certificate: chain, key: key))
+                } else if DirectoryListing.isFile(path + "/tls.crt"), DirectoryListing.isFile(path + "/tls.key") {
+                    out.append(Candidate(name: name, certificate: path + "/tls.crt", key: path + "/tls.key"))
                 }
                 continue
             }
