@@ -56,7 +56,7 @@ final class LoopContext {
             return AdminResponder.respond(to: request, state: state)
         case .http where state.dev != nil && Dashboard.handles(request, snapshot: snapshot):
             // The dashboard polls every 2 s: counted, but kept out of the access log.
-            let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!)
+            let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!, appleView: state.appleView)
             counters.count(site: response.siteLabel, status: response.status)
             return response
         case .http where state.acme != nil && ACMEChallengeHandler.handles(request):
@@ -69,6 +69,13 @@ final class LoopContext {
             if let dev = state.dev, AssociationFileHandler.isAssociationPath(request.path) {
                 dev.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
                                    path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")
+            }
+            // Apple's CDN or a device fetching the AASA file (README, "What Apple sees"): the
+            // path by its length first, the agent only then, so other requests pay two compares.
+            if let agent = request.userAgent, FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown",
+               let fetcher = FetchRecords.fetcher(userAgent: agent) {
+                state.appleView.fetches.record(fetcher, site: response.siteLabel, host: request.host ?? "", status: response.status,
+                                               client: connection.client, snapshot: snapshot)
             }
             record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
             return response

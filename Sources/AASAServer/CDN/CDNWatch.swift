@@ -1,0 +1,260 @@
+import AASACore
+import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--cdn-watch` and its settings (README, "What Apple sees").
+public struct CDNWatchConfiguration: Sendable {
+    /// `--cdn-base`: where Apple's CDN is; each site is asked at `{base}/a/v1/HOST`.
+    public var base = HTTPURL(isSecure: true, host: "app-site-association.cdn-apple.com")
+    /// `--cdn-cacert`: a PEM file of CAs to trust for the CDN base (a test or private CDN).
+    public var caFile: String?
+    /// `--cdn-interval`: the CDN's own max-age for a good copy (6 hours).
+    public var intervalSeconds = 21_600
+    /// `--cdn-rate`: requests started per second at most.
+    public var rate = 2
+    /// Each request ends within this, in all (connect, TLS, response).
+    public var timeoutMilliseconds: Int64 = 10_000
+    /// `aasa/VERSION`.
+    public var userAgent = "aasa"
+
+    public init() {}
+}
+
+/// Watches the copy Apple's CDN holds of every site that serves an AASA file: one thread that
+/// schedules (``CDNSchedule``), and one short-lived thread per request under way, bounded, so
+/// a slow or silent CDN holds up nothing but its own checks, and never an event loop, a reload
+/// or shutdown (the threads are detached: the process exits without waiting for them).
+final class CDNWatch: Sendable {
+    let configuration: CDNWatchConfiguration
+    private let state = Locked<WatchState>(WatchState())
+    private let client: Result<HTTPSClient, HTTPClientError>
+
+    private struct WatchState {
+        var schedule: CDNSchedule?
+        var checks: [CDNStatus.State: Int] = [:]
+        var firstResults = FirstResults()
+    }
+
+    init(configuration: CDNWatchConfiguration) {
+        self.configuration = configuration
+        var c = HTTPSClient.Configuration(timeoutSeconds: Double(configuration.timeoutMilliseconds) / 1000, caFile: configuration.caFile,
+                                          userAgent: configuration.userAgent)
+        // An AASA file is at most 128 KB; a CDN that sends more is not sending one.
+        c.maxBodyBytes = 256 * 1024
+        do { client = .success(try HTTPSClient(c)) } catch { client = .failure(error) }
+        let settings = CDNSchedule.Settings(intervalSeconds: configuration.intervalSeconds, rate: configuration.rate,
+                                            timeoutMilliseconds: configuration.timeoutMilliseconds)
+        state.withLock { $0.schedule = CDNSchedule(settings: settings) }
+    }
+
+    /// What is asked of the CDN for `host`.
+    func url(for host: String) -> HTTPURL {
+        var prefix = configuration.base.target
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        return HTTPURL(isSecure: configuration.base.isSecure, host: configuration.base.host, port: configuration.base.port,
+                       target: prefix + "/a/v1/" + host)
+    }
+
+    /// The sites to watch in a snapshot: each that serves an AASA file, a `*.` site as its base
+    /// name where it serves that name (README: the file iOS fetches for `applinks:*.example.org`
+    /// is example.org's, TN3155).
+    static func watched(_ snapshot: SiteSnapshot) -> [CDNSchedule.Watched] {
+        var out: [CDNSchedule.Watched] = []
+        out.reserveCapacity(snapshot.sites.count)
+        for site in snapshot.sites {
+            guard let served = site.served else { continue }
+            if site.name.isWildcard {
+                guard let (name, _) = snapshot.index.lookup(site.name.host), name == site.name else { continue }
+            }
+            out.append(.init(key: site.name.description, host: site.name.host, served: served))
+        }
+        return out
+    }
+
+    func start(state server: ServerState, log: Log) {
+        if case .failure(let error) = client {
+            log.error("cdn: cannot load the trusted certificates for \(configuration.base): \(error.message)")
+        }
+        log.info("cdn: watching Apple's CDN at \(configuration.base.isSecure ? "https" : "http")://\(configuration.base.host):\(configuration.base.port) every \(configuration.intervalSeconds) s, at most \(configuration.rate) requests/s")
+        let t = startThread { [self] in run(server, log) }
+        pthread_detach(t)
+    }
+
+    private func run(_ server: ServerState, _ log: Log) {
+        var generation = -1
+        while !server.draining.load(ordering: .relaxed) {
+            var watched: [CDNSchedule.Watched]?
+            if server.snapshots.generation != generation {
+                let (snapshot, g) = server.snapshots.load()
+                generation = g
+                watched = CDNWatch.watched(snapshot)
+            }
+            let now = monotonicMicroseconds()
+            let wall = wallClockMilliseconds()
+            var starts: [CDNSchedule.Check] = []
+            let (lines, wake) = state.withLock { s -> ([LogLine], Int64?) in
+                var events: [CDNSchedule.Event] = []
+                if let watched { events += s.schedule!.update(watched, now: now, wall: wall) }
+                events += s.schedule!.expire(now: now, wall: wall)
+                while let check = s.schedule!.start(now: now) { starts.append(check) }
+                return (CDNWatch.apply(events, &s), s.schedule!.nextWake(now: now))
+            }
+            write(lines, log)
+            for check in starts { spawn(check, log) }
+            // At most 100 ms asleep: a reload is noticed, and a check started, within that.
+            let sleep = min(100_000, max(1000, (wake ?? Int64.max) - monotonicMicroseconds()))
+            usleep(UInt32(sleep))
+        }
+    }
+
+    private func spawn(_ check: CDNSchedule.Check, _ log: Log) {
+        let url = url(for: check.host)
+        let t = startThread { [self] in
+            let answer: CDNAnswer
+            switch client {
+            case .success(let client):
+                do throws(HTTPClientError) { answer = CDNAnswer(response: try client.get(url)) } catch { answer = CDNAnswer(error: error) }
+            case .failure(let error):
+                answer = CDNAnswer(outcome: .unreachable(cause: "tls", message: error.message))
+            }
+            let now = monotonicMicroseconds()
+            let wall = wallClockMilliseconds()
+            let lines = state.withLock { s in
+                CDNWatch.apply(s.schedule!.finish(check, answer, now: now, wall: wall), &s)
+            }
+            write(lines, log)
+        }
+        pthread_detach(t)
+    }
+
+    // MARK: - What it reports
+
+    /// Every watched site's status, by site name (as `/status` names sites).
+    func statuses() -> [String: CDNStatus] {
+        state.withLock { s in
+            var out: [String: CDNStatus] = [:]
+            out.reserveCapacity(s.schedule!.sites.count)
+            for (key, site) in s.schedule!.sites { out[key] = site.status }
+            return out
+        }
+    }
+
+    func status(site: String) -> CDNStatus? {
+        state.withLock { $0.schedule!.sites[site]?.status }
+    }
+
+    /// `aasa_cdn_sites{state}` and `aasa_cdn_checks_total{result}`.
+    func metrics() -> String {
+        let (counts, checks) = state.withLock { ($0.schedule!.counts(), $0.checks) }
+        var out = "# HELP aasa_cdn_sites Watched sites by the state of their copy at Apple's CDN.\n# TYPE aasa_cdn_sites gauge\n"
+        for state in CDNStatus.State.allCases {
+            out += "aasa_cdn_sites{state=\"\(state.rawValue)\"} \(counts[state] ?? 0)\n"
+        }
+        out += "# HELP aasa_cdn_checks_total Checks of Apple's CDN, by the state each found.\n# TYPE aasa_cdn_checks_total counter\n"
+        for state in CDNStatus.State.allCases where state != .pending {
+            out += "aasa_cdn_checks_total{result=\"\(state.rawValue)\"} \(checks[state] ?? 0)\n"
+        }
+        return out
+    }
+
+    // MARK: - The log
+
+    struct LogLine {
+        var level: Log.Level
+        var message: String
+        /// For a change of state: host, from, to, after (the JSON log's fields).
+        var change: (host: String, from: String, to: String, after: String)?
+    }
+
+    /// Counts the checks and turns events into log lines: each change of state after a site's
+    /// first check, and the first results summarised (at most 20 lines of one state, then a
+    /// count once every site has its first result).
+    private static func apply(_ events: [CDNSchedule.Event], _ s: inout WatchState) -> [LogLine] {
+        var lines: [LogLine] = []
+        for event in events {
+            switch event {
+            case .checked(let state):
+                s.checks[state, default: 0] += 1
+            case .first(let key, let host, let state):
+                if s.firstResults.count(state) {
+                    let status = s.schedule!.sites[key]?.status
+                    lines.append(LogLine(level: state == .current ? .info : .warning, message: "cdn: \(host) \(state.rawValue)\(detail(status))"))
+                }
+            case .changed(let host, let from, let to, let after):
+                let text = durationText(milliseconds: after)
+                lines.append(LogLine(level: to == .current ? .info : .warning, message: "cdn: \(host) \(from.rawValue) -> \(to.rawValue) after \(text)",
+                                     change: (host, from.rawValue, to.rawValue, text)))
+            }
+        }
+        if s.schedule!.pendingCount == 0 {
+            for (state, more) in s.firstResults.finish() {
+                lines.append(LogLine(level: .info, message: "cdn: \(more) more sites \(state.rawValue) at their first check"))
+            }
+        }
+        return lines
+    }
+
+    private static func detail(_ status: CDNStatus?) -> String {
+        guard let status else { return "" }
+        switch status.state {
+        case .stale: return ": the CDN still serves an older version (\(status.differs.joined(separator: "; ")))"
+        case .failing:
+            var text = ": the CDN answers \(status.httpStatus ?? 0)"
+            if let reason = status.failureReason { text += ", Apple-Failure-Reason: \(reason)" }
+            if let details = status.failureDetails { text += ", Apple-Failure-Details: \(details)" }
+            return text
+        case .unreachable: return ": \(status.failureReason ?? "") (\(status.failureDetails ?? ""))"
+        default: return ""
+        }
+    }
+
+    private func write(_ lines: [LogLine], _ log: Log) {
+        for line in lines {
+            guard line.level >= log.minimum else { continue }
+            guard log.format == .json, let change = line.change else {
+                switch line.level {
+                case .debug: log.debug(line.message)
+                case .info: log.info(line.message)
+                case .warning: log.warning(line.message)
+                case .error: log.error(line.message)
+                }
+                continue
+            }
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("time"); w.value(HTTPDate.iso8601(milliseconds: wallClockMilliseconds()))
+            w.key("level"); w.value(line.level.rawValue)
+            w.key("message"); w.value(line.message)
+            w.key("host"); w.value(change.host)
+            w.key("from"); w.value(change.from)
+            w.key("to"); w.value(change.to)
+            w.key("after"); w.value(change.after)
+            w.endObject()
+            LogStream.standardError.write(w.output + "\n")
+        }
+    }
+}
+
+/// The first results of a pass, as start-up findings are summarised: 20 lines of each state,
+/// then only a count.
+struct FirstResults {
+    static let linesPerState = 20
+    private var seen: [CDNStatus.State: Int] = [:]
+
+    /// Counts one; true when it gets a line of its own.
+    mutating func count(_ state: CDNStatus.State) -> Bool {
+        seen[state, default: 0] += 1
+        return seen[state]! <= FirstResults.linesPerState
+    }
+
+    /// The states with more results than lines, and how many more; then starts again.
+    mutating func finish() -> [(CDNStatus.State, Int)] {
+        defer { seen = [:] }
+        return CDNStatus.State.allCases.compactMap { state in
+            let n = seen[state] ?? 0
+            return n > FirstResults.linesPerState ? (state, n - FirstResults.linesPerState) : nil
+        }
+    }
+}
