@@ -335,6 +335,9 @@ enum Dashboard {
             line.append(item);
           }
           card.append(el("p", { class: "muted" }, "What Apple sees:"), line);
+          // Why the CDN's copy is not the file served: what differs, or what the CDN said.
+          if (s.cdn && s.cdn.differs && s.cdn.differs.length) card.append(el("ul", { class: "differs warning" }, ...s.cdn.differs.map((d) => el("li", {}, d))));
+          if (s.cdn && s.cdn.failureDetails) card.append(el("p", { class: "cdn-failure error" }, s.cdn.failureDetails));
         }
         // Every association file of the site, each with its own verdict and findings.
         for (const f of s.files) {
