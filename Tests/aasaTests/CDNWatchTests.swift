@@ -212,6 +212,51 @@ private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         #expect(Date().timeIntervalSince(stopping) < 3, "shutdown waits for no CDN request")
     }
 
+    @Test func aWildcardSiteIsNotWatchedWhereAnotherFolderServesItsBaseName() throws {
+        let cdn = try FakeCDN()
+        cdn.answer("example.org", FakeCDN.copy(exampleCom))
+        let server = try ServerProcess(sites: ["*.example.org": wildcardOrg, "example.org": exampleCom], extraArguments: watch(cdn.base, interval: 2))
+        #expect(try cdnStatus(server, "example.org")["state"] as? String == "current")
+        let wildcard = try #require(try server.site("*.example.org"))
+        #expect(wildcard["cdn"] is NSNull)
+        #expect(Set(cdn.arrivals.map(\.path)) == ["/a/v1/example.org"])
+    }
+
+    @Test func theFirstResultsOfAPassAreSummarised() throws {
+        let cdn = try FakeCDN()
+        // 30 sites, each refused by the CDN (its default answer), all checked within a second.
+        let server = try ServerProcess(sites: [:], extraArguments: watch(cdn.base, interval: 1, rate: 50), prepare: { config in
+            for i in 0..<30 {
+                let dir = config.appendingPathComponent(String(format: "site%02d.example", i))
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                try Data(exampleCom.utf8).write(to: dir.appendingPathComponent("apple-app-site-association"))
+            }
+        })
+        #expect(server.waitForLog("cdn: 10 more sites failing at their first check", timeout: 10), "\(server.log)")
+        let lines = server.log.split(separator: "\n").filter { $0.contains("cdn: site") && $0.contains(" failing: ") }
+        #expect(lines.count == 20)
+        // Later checks of the same sites change nothing: no line.
+        usleep(1_500_000)
+        #expect(server.log.split(separator: "\n").filter { $0.contains("cdn: site") }.count == 20)
+    }
+
+    @Test func theDashboardTellsEachSitesStoryWhenTheWatchIsOn() throws {
+        let cdn = try FakeCDN()
+        cdn.answer("example.com", FakeCDN.copy(exampleCom, age: 1800))
+        let server = try ServerProcess(extraArguments: watch(cdn.base, interval: 2), dev: true)
+        _ = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nUser-Agent: AASA-Bot/1.0.0\r\nConnection: close\r\n\r\n")
+        #expect(try cdnStatus(server, "example.com")["state"] as? String == "current")
+        let r = try RawHTTP.exchange(port: server.http, "GET /api/sites HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        let sites = try #require((try JSONSerialization.jsonObject(with: Data(RawHTTP.body(r).utf8)) as? [String: Any])?["sites"] as? [[String: Any]])
+        let example = try #require(sites.first { $0["host"] as? String == "example.com" })
+        let timeline = try #require(example["timeline"] as? [[String: Any]])
+        #expect(Set(timeline.compactMap { $0["kind"] as? String }) == ["changed", "appleCDN", "cdn"])
+        #expect(timeline.first?["label"] as? String == "file changed")
+        #expect((example["cdn"] as? [String: Any])?["state"] as? String == "current")
+        let page = try RawHTTP.exchange(port: server.http, "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        #expect(page.contains("What Apple sees:"))
+    }
+
     @Test func fetchesByAppleAndByDevicesAreRecorded() throws {
         let server = try ServerProcess()
         let version = try #require(try server.site("example.com")?["version"] as? String)
