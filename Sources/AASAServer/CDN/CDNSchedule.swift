@@ -229,9 +229,11 @@ struct CDNSchedule {
         return events
     }
 
-    /// When something may next be startable (nil: nothing scheduled).
+    /// When something may next be startable (nil: nothing scheduled, or no room until a check
+    /// ends).
     func nextWake(now: Int64) -> Int64? {
-        guard let due = heap.top?.due else { return nil }
+        // At the bound, nothing starts before a check ends.
+        guard inFlight < settings.maxInFlight, let due = heap.top?.due else { return nil }
         var at = due
         if let last = lastStart { at = max(at, last + settings.spacingMicroseconds) }
         return at

@@ -78,12 +78,18 @@ final class CDNWatch: Sendable {
             log.error("cdn: cannot load the trusted certificates for \(configuration.base): \(error.message)")
         }
         log.info("cdn: watching Apple's CDN at \(configuration.base.isSecure ? "https" : "http")://\(configuration.base.host):\(configuration.base.port) every \(configuration.intervalSeconds) s, at most \(configuration.rate) requests/s")
-        let t = startThread { [self] in run(server, log) }
+        // The sites are known (and `pending`) before the server says it is ready.
+        let (snapshot, generation) = server.snapshots.load()
+        let watched = CDNWatch.watched(snapshot)
+        let now = monotonicMicroseconds()
+        let wall = wallClockMilliseconds()
+        state.withLock { _ = $0.schedule!.update(watched, now: now, wall: wall) }
+        let t = startThread { [self] in run(server, log, generation: generation) }
         pthread_detach(t)
     }
 
-    private func run(_ server: ServerState, _ log: Log) {
-        var generation = -1
+    private func run(_ server: ServerState, _ log: Log, generation first: Int) {
+        var generation = first
         while !server.draining.load(ordering: .relaxed) {
             var watched: [CDNSchedule.Watched]?
             if server.snapshots.generation != generation {

@@ -132,6 +132,8 @@ public final class Server {
         for loop in loops {
             threads.append(startThread { loop.run() })
         }
+        // Off the loops and the control thread: a slow CDN delays nothing but its own checks.
+        state.appleView.cdn?.start(state: state, log: log)
         state.ready.store(true, ordering: .releasing)
         if let dev {
             LogStream.standardError.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
@@ -142,9 +144,6 @@ public final class Server {
         if let acme = configuration.acme, let certs = configuration.certsDirectory, let status = state.acme {
             ACMEScheduler(configuration: acme, certsDirectory: certs, state: state, status: status, log: log).start()
         }
-
-        // Off the loops and the control thread: a slow CDN delays nothing but its own checks.
-        state.appleView.cdn?.start(state: state, log: log)
 
         control.run()
 

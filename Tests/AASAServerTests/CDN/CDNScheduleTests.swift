@@ -61,6 +61,7 @@ private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 
         let starts = drive(&s, until: 5 * second) { _ in nil }
         #expect(starts.count == s.settings.maxInFlight)
         #expect(s.inFlight == 64)
+        #expect(s.nextWake(now: 5 * second) == nil, "nothing to wake for until a check ends")
     }
 
     @Test func aCheckThatNeverEndsIsGivenUpAsATimeoutAndItsLateAnswerIgnored() throws {
