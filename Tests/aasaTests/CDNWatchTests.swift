@@ -257,6 +257,17 @@ private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         #expect(page.contains("What Apple sees:"))
     }
 
+    @Test func aSiteAddedWhileServingIsCheckedWithinTheInterval() throws {
+        let cdn = try FakeCDN()
+        let server = try ServerProcess(sites: ["example.com": exampleCom], extraArguments: watch(cdn.base, interval: 3))
+        #expect(cdn.wait(for: "example.com"))
+        _ = try server.directory.write("config/new.example/apple-app-site-association", exampleCom)
+        let added = Date()
+        #expect(cdn.wait(for: "new.example", timeout: 6))
+        #expect(Date().timeIntervalSince(added) < 4.5, "within the interval of 3 s, after a reload within 1 s")
+        #expect(try server.site("new.example")?["cdn"] is [String: Any])
+    }
+
     @Test func fetchesByAppleAndByDevicesAreRecorded() throws {
         let server = try ServerProcess()
         let version = try #require(try server.site("example.com")?["version"] as? String)
@@ -270,6 +281,7 @@ private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         // Neither: not recorded.
         _ = try server.curlHTTPS(host: "example.com", ["-A", "curl/8"])
         _ = try server.curlHTTPS(host: "example.com", path: "/.well-known/assetlinks.json", ["-A", "AASA-Bot/1.0.0"])
+        _ = try server.curlHTTPS(host: "example.com", ["-A", "AASA-Bot/1.0.0", "-X", "POST"])
 
         let fetches = try #require(try server.site("example.com")?["fetches"] as? [String: Any])
         let a = try #require(fetches["appleCDN"] as? [String: Any])

@@ -73,7 +73,7 @@ final class LoopContext {
             // Apple's CDN or a device fetching the AASA file (README, "What Apple sees"): the
             // path by its length first, the agent only then, so other requests pay two compares.
             if let agent = request.userAgent, FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown",
-               let fetcher = FetchRecords.fetcher(userAgent: agent) {
+               let fetcher = FetchRecords.fetcher(userAgent: agent), request.method == .get || request.method == .head {
                 state.appleView.fetches.record(fetcher, site: response.siteLabel, host: request.host ?? "", status: response.status,
                                                client: connection.client, snapshot: snapshot)
             }
