@@ -94,7 +94,7 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("cdn-base"), help: "Apple's CDN (default https://app-site-association.cdn-apple.com).")
     var cdnBase: String?
 
-    @Option(name: .customLong("cdn-cacert"), help: "PEM file of CAs to trust for --cdn-base as well as the system's.")
+    @Option(name: .customLong("cdn-cacert"), help: "PEM file of CAs to trust for --cdn-base (instead of the system store, as check's --cacert).")
     var cdnCACert: String?
 
     @Option(name: .customLong("cdn-interval"), help: "Seconds between checks of one site (default 21600, the CDN's own max-age).")

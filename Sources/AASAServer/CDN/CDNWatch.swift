@@ -8,7 +8,8 @@ import Glibc
 public struct CDNWatchConfiguration: Sendable {
     /// `--cdn-base`: where Apple's CDN is; each site is asked at `{base}/a/v1/HOST`.
     public var base = HTTPURL(isSecure: true, host: "app-site-association.cdn-apple.com")
-    /// `--cdn-cacert`: a PEM file of CAs to trust for the CDN base (a test or private CDN).
+    /// `--cdn-cacert`: a PEM file of CAs to trust for the CDN base (a test or private CDN),
+    /// instead of the system store, as `aasa check --cacert` does.
     public var caFile: String?
     /// `--cdn-interval`: the CDN's own max-age for a good copy (6 hours).
     public var intervalSeconds = 21_600
