@@ -158,9 +158,14 @@ struct CDNSchedule {
         return events
     }
 
+    /// Stamps are unique across sites, so a heap entry of a site that went away never matches
+    /// a new site of the same name.
+    private var nextStamp: UInt64 = 0
+
     private mutating func reschedule(_ site: inout Site, at due: Int64) {
         site.due = due
-        site.stamp &+= 1
+        nextStamp += 1
+        site.stamp = nextStamp
         heap.push(.init(due: due, key: site.key, stamp: site.stamp))
     }
 

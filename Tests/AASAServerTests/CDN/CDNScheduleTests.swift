@@ -148,6 +148,13 @@ private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 
         #expect(s.sites["a"] == nil)
         #expect(s.pendingCount == 1)
         #expect(s.counts()[.pending] == 1)
+        // Back a minute later: checked within min(60 s, interval) of its return, not at its old time.
+        _ = s.update([.init(key: "a", host: "a", served: v), .init(key: "b", host: "b", served: v)], now: 60 * second, wall: 60_000)
+        #expect(s.sites["a"]?.status.state == .pending)
+        #expect(s.sites["a"]!.due >= 60 * second)
+        #expect(s.start(now: 0) == nil, "the heap entry of the site that went away is stale")
+        #expect(s.start(now: 30 * second)?.key == "b")
+        #expect(s.start(now: 60 * second)?.key == "a")
     }
 }
 
