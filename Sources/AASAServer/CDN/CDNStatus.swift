@@ -81,12 +81,22 @@ struct CDNAnswer: Sendable, Equatable {
     }
 
     init(response: HTTPResponse) {
-        self.init(outcome: .response(status: response.status, body: response.body),
-                  failureReason: response["Apple-Failure-Reason"], failureDetails: response["Apple-Failure-Details"],
-                  age: CDNAnswer.seconds(response["Age"]), maxAge: CDNAnswer.maxAge(response["Cache-Control"]))
+        self.init(head: response.head, body: response.body)
+    }
+
+    init(head: HTTPResponseHead, body: [UInt8]) {
+        self.init(outcome: .response(status: head.status, body: body),
+                  failureReason: head["Apple-Failure-Reason"], failureDetails: head["Apple-Failure-Details"],
+                  age: CDNAnswer.seconds(head["Age"]), maxAge: CDNAnswer.maxAge(head["Cache-Control"]))
     }
 
     init(error: HTTPClientError) {
+        // The CDN answered, but the body did not come whole (over the limit, cut short): the
+        // status and headers still say what it holds; the missing body is not the file.
+        if let head = error.head, !error.isTimeout {
+            self.init(head: head, body: [])
+            return
+        }
         let cause: String
         switch error.phase {
         case _ where error.isTimeout: cause = "timeout"

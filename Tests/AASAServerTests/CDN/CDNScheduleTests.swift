@@ -1,4 +1,5 @@
 import AASACore
+import AASAHTTP
 import Testing
 @testable import AASAServer
 
@@ -176,6 +177,19 @@ private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 
         #expect(CDNAnswer(error: HTTPClientError(phase: .tls, message: "x")).outcome == .unreachable(cause: "tls", message: "x"))
         #expect(CDNAnswer(error: HTTPClientError(phase: .response, message: "x", isTimeout: true)).outcome == .unreachable(cause: "timeout", message: "x"))
         #expect(CDNAnswer(error: HTTPClientError(phase: .connect, message: "x", isTimeout: true)).outcome == .unreachable(cause: "timeout", message: "x"))
+    }
+
+    @Test func anAnswerWhoseBodyBrokeOffStillCountsAsAnAnswer() {
+        let head = HTTPResponseHead(version: "HTTP/1.1", status: 200, reason: "OK", fields: [("Cache-Control", "max-age=21600"), ("Age", "5")])
+        let answer = CDNAnswer(error: HTTPClientError(phase: .response, message: "over the limit", head: head))
+        #expect(answer.outcome == .response(status: 200, body: []))
+        #expect(answer.maxAge == 21_600)
+        let (state, differs) = answer.evaluate(served: AASAFile(bytes: Array(oldFile.utf8)))
+        #expect(state == .stale)
+        #expect(differs == ["the CDN's copy is not JSON"])
+        // A head and then silence is a timeout all the same.
+        let late = CDNAnswer(error: HTTPClientError(phase: .response, message: "slow", isTimeout: true, head: head))
+        #expect(late.outcome == .unreachable(cause: "timeout", message: "slow"))
     }
 
     @Test func aPendingStatusHasNullsButStateAndSince() {
