@@ -32,12 +32,15 @@ final class FetchRecords: Sendable {
 
     init() {}
 
-    /// Who a user agent is, by the cheap test the access log uses: a prefix, then one pass.
+    /// Who a user agent is, by the access log's test: a prefix, then one pass.
     static func fetcher(userAgent: String) -> Fetcher? {
         var ua = userAgent
-        guard let kind = ua.withUTF8({ AccessLog.fetcher(userAgent: $0) }) else { return nil }
-        // "apple-cdn" or "device": told apart by the first byte, with no String made.
-        return kind.utf8Start.pointee == UInt8(ascii: "a") ? .appleCDN : .device
+        return ua.withUTF8({ AccessLog.fetcher(userAgent: $0) }).map(fetcher)
+    }
+
+    /// The access log's answer ("apple-cdn" or "device"), told apart by its first byte.
+    static func fetcher(_ kind: StaticString) -> Fetcher {
+        kind.utf8Start.pointee == UInt8(ascii: "a") ? .appleCDN : .device
     }
 
     /// Whether a path is the AASA file's, at either location: lengths first, as the handler does.

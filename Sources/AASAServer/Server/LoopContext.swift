@@ -71,13 +71,12 @@ final class LoopContext {
                                    path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")
             }
             // Apple's CDN or a device fetching the AASA file (README, "What Apple sees"): the
-            // path by its length first, the agent only then, so other requests pay two compares.
-            if let agent = request.userAgent, FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown",
-               let fetcher = FetchRecords.fetcher(userAgent: agent), request.method == .get || request.method == .head {
-                state.appleView.fetches.record(fetcher, site: response.siteLabel, host: request.host ?? "", status: response.status,
-                                               client: connection.client, snapshot: snapshot)
+            // access log has read the agent already; any other request pays one test of nil.
+            if let fetcher = record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds),
+               FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown", request.method == .get || request.method == .head {
+                state.appleView.fetches.record(FetchRecords.fetcher(fetcher), site: response.siteLabel, host: request.host ?? "",
+                                               status: response.status, client: connection.client, snapshot: snapshot)
             }
-            record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
             return response
         }
     }
@@ -91,9 +90,11 @@ final class LoopContext {
         return response
     }
 
-    private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) {
+    /// Counts and logs a response; returns who fetched, as the access log tells from the agent.
+    @discardableResult
+    private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) -> StaticString? {
         counters.count(site: response.siteLabel, status: response.status)
-        accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
+        return accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
                          status: response.status, bytes: response.bodyBytes,
                          durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds)
     }
