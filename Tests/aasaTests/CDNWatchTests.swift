@@ -268,6 +268,20 @@ private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         #expect(try server.site("new.example")?["cdn"] is [String: Any])
     }
 
+    @Test func badWatchSettingsAreUsageErrors() throws {
+        for (args, message) in [(["--cdn-watch", "maybe"], "--cdn-watch must be on or off"), (["--cdn-rate", "0"], "--cdn-rate must be at least 1"),
+                                (["--cdn-interval", "0"], "--cdn-interval must be at least 1"), (["--cdn-base", "ftp://cdn.example"], "--cdn-base"),
+                                (["--cdn-cacert", "/nonexistent/ca.pem"], "--cdn-cacert: cannot read")] {
+            let r = try AASABinary.run(["serve", "--http", "127.0.0.1:0", "--admin", "off"] + args, environment: ["AASA_CDN_WATCH": ""])
+            #expect(r.status == 2, "\(args)")
+            #expect(r.stderr.contains(message), "\(args): \(r.stderr)")
+        }
+        // The variables are read like the flags.
+        let r = try AASABinary.run(["serve", "--http", "127.0.0.1:0", "--admin", "off"], environment: ["AASA_CDN_WATCH": "on", "AASA_CDN_RATE": "0"])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("--cdn-rate must be at least 1"), "\(r.stderr)")
+    }
+
     @Test func fetchesByAppleAndByDevicesAreRecorded() throws {
         let server = try ServerProcess()
         let version = try #require(try server.site("example.com")?["version"] as? String)
