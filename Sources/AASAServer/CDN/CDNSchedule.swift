@@ -106,12 +106,17 @@ struct CDNSchedule {
     /// over the interval at the first call, within min(60 s, interval) later), gone ones
     /// dropped, and a site whose version changed is re-evaluated at once against the copy last
     /// fetched and re-checked soon.
-    mutating func update(_ watched: [Watched], now: Int64, wall: Int64) -> [Event] {
+    ///
+    /// - Parameters:
+    ///   - watched: every site to watch, or with `gone`, only those that changed.
+    ///   - gone: when given, `watched` lists only changes, and these sites stop being watched;
+    ///     a reload then costs what changed, not what exists.
+    mutating func update(_ watched: [Watched], gone: [String]? = nil, now: Int64, wall: Int64) -> [Event] {
         var events: [Event] = []
         var seen = Set<String>()
         var added: [Watched] = []
         for w in watched {
-            seen.insert(w.key)
+            if gone == nil { seen.insert(w.key) }
             guard var site = sites[w.key], site.host == w.host else {
                 // New, or now asked of the CDN under another name: a new watch.
                 if let old = sites.removeValue(forKey: w.key), old.status.state == .pending { pendingCount -= 1 }
@@ -138,9 +143,10 @@ struct CDNSchedule {
             if site.checking == nil, site.due > by { reschedule(&site, at: by) }
             sites[w.key] = site
         }
-        for (key, site) in sites where !seen.contains(key) {
+        let removed = gone ?? sites.keys.filter { !seen.contains($0) }
+        for key in removed {
+            guard let site = sites.removeValue(forKey: key) else { continue }
             if site.status.state == .pending { pendingCount -= 1 }
-            sites[key] = nil
         }
 
         // Spread: at the first call over the interval (site k of S at k·interval/S), later over

@@ -65,13 +65,32 @@ final class CDNWatch: Sendable {
         var out: [CDNSchedule.Watched] = []
         out.reserveCapacity(snapshot.sites.count)
         for site in snapshot.sites {
-            guard let served = site.served else { continue }
-            if site.name.isWildcard {
-                guard let (name, _) = snapshot.index.lookup(site.name.host), name == site.name else { continue }
-            }
-            out.append(.init(key: site.name.description, host: site.name.host, served: served))
+            if let w = watched(site, in: snapshot) { out.append(w) }
         }
         return out
+    }
+
+    private static func watched(_ site: Site, in snapshot: SiteSnapshot) -> CDNSchedule.Watched? {
+        guard let served = site.served else { return nil }
+        if site.name.isWildcard {
+            guard let (name, _) = snapshot.index.lookup(site.name.host), name == site.name else { return nil }
+        }
+        return .init(key: site.name.description, host: site.name.host, served: served)
+    }
+
+    /// What changed for the watch from one snapshot to the next, when the same sites are in the
+    /// same places: a reload shares every unchanged site, so a walk comparing references finds
+    /// the few that changed. nil when sites came or went (one may decide whether a wildcard
+    /// serves its base name): then everything is compared.
+    static func changes(from old: SiteSnapshot, to new: SiteSnapshot) -> (watched: [CDNSchedule.Watched], gone: [String])? {
+        guard old.sites.count == new.sites.count else { return nil }
+        var changed: [CDNSchedule.Watched] = []
+        var gone: [String] = []
+        for (a, b) in zip(old.sites, new.sites) where a !== b {
+            guard a.name == b.name else { return nil }
+            if let w = watched(b, in: new) { changed.append(w) } else { gone.append(b.name.description) }
+        }
+        return (changed, gone)
     }
 
     func start(state server: ServerState, log: Log) {
@@ -85,25 +104,32 @@ final class CDNWatch: Sendable {
         let now = monotonicMicroseconds()
         let wall = wallClockMilliseconds()
         state.withLock { _ = $0.schedule!.update(watched, now: now, wall: wall) }
-        let t = startThread { [self] in run(server, log, generation: generation) }
+        let t = startThread { [self] in run(server, log, snapshot: snapshot, generation: generation) }
         pthread_detach(t)
     }
 
-    private func run(_ server: ServerState, _ log: Log, generation first: Int) {
-        var generation = first
+    private func run(_ server: ServerState, _ log: Log, snapshot first: SiteSnapshot, generation firstGeneration: Int) {
+        var previous = first
+        var generation = firstGeneration
         while !server.draining.load(ordering: .relaxed) {
             var watched: [CDNSchedule.Watched]?
+            var gone: [String]?
             if server.snapshots.generation != generation {
                 let (snapshot, g) = server.snapshots.load()
                 generation = g
-                watched = CDNWatch.watched(snapshot)
+                if let changes = CDNWatch.changes(from: previous, to: snapshot) {
+                    (watched, gone) = changes
+                } else {
+                    watched = CDNWatch.watched(snapshot)
+                }
+                previous = snapshot
             }
             let now = monotonicMicroseconds()
             let wall = wallClockMilliseconds()
             var starts: [CDNSchedule.Check] = []
             let (lines, wake) = state.withLock { s -> ([LogLine], Int64?) in
                 var events: [CDNSchedule.Event] = []
-                if let watched { events += s.schedule!.update(watched, now: now, wall: wall) }
+                if let watched { events += s.schedule!.update(watched, gone: gone, now: now, wall: wall) }
                 events += s.schedule!.expire(now: now, wall: wall)
                 while let check = s.schedule!.start(now: now) { starts.append(check) }
                 return (CDNWatch.apply(events, &s), s.schedule!.nextWake(now: now))

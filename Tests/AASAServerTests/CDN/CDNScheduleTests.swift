@@ -159,6 +159,21 @@ private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 
     }
 }
 
+extension CDNScheduleTests {
+    @Test func anUpdateOfTheChangesAloneKeepsEveryOtherSite() {
+        var s = CDNSchedule(settings: .init(intervalSeconds: 600, rate: 2))
+        let v = version(oldFile)
+        _ = s.update((0..<5).map { .init(key: "s\($0)", host: "s\($0)", served: v) }, now: 0, wall: 0)
+        let dues = s.sites.mapValues(\.due)
+        // s1's version changed, s3 stopped serving: nothing is said of the others.
+        _ = s.update([.init(key: "s1", host: "s1", served: version(newFile))], gone: ["s3"], now: second, wall: 1000)
+        #expect(Set(s.sites.keys) == ["s0", "s1", "s2", "s4"])
+        #expect(s.sites["s1"]?.served.etag == version(newFile).etag)
+        for key in ["s0", "s2", "s4"] { #expect(s.sites[key]?.due == dues[key]) }
+        #expect(s.pendingCount == 4)
+    }
+}
+
 @Suite struct CDNAnswerTests {
     @Test func maxAgeAndAgeAreReadAsTheCDNSendsThem() {
         #expect(CDNAnswer.maxAge("max-age=21600") == 21_600)
