@@ -221,7 +221,15 @@ struct CDNSchedule {
         let old = site.status
         let s = answer.status(served: site.served.file.aasa, previous: old, now: wall)
         site.status = s
-        if case .response(200, _) = answer.outcome { site.lastCopy = answer } else { site.lastCopy = nil }
+        if case .response(200, _) = answer.outcome {
+            var copy = answer
+            // A current copy is the file served: keep that array (shared with the served
+            // version) rather than a second one per site.
+            if s.state == .current { copy.outcome = .response(status: 200, body: site.served.file.bytes) }
+            site.lastCopy = copy
+        } else {
+            site.lastCopy = nil
+        }
         var events: [Event] = [.checked(s.state)]
         if old.state == .pending {
             pendingCount -= 1

@@ -104,8 +104,9 @@ final class CDNWatch: Sendable {
         let now = monotonicMicroseconds()
         let wall = wallClockMilliseconds()
         state.withLock { _ = $0.schedule!.update(watched, now: now, wall: wall) }
-        let t = startThread { [self] in run(server, log, snapshot: snapshot, generation: generation) }
-        pthread_detach(t)
+        if let error = startDetachedThread({ [self] in run(server, log, snapshot: snapshot, generation: generation) }) {
+            log.error("cdn: cannot start the watch: \(error)")
+        }
     }
 
     private func run(_ server: ServerState, _ log: Log, snapshot first: SiteSnapshot, generation firstGeneration: Int) {
@@ -144,7 +145,7 @@ final class CDNWatch: Sendable {
 
     private func spawn(_ check: CDNSchedule.Check, _ log: Log) {
         let url = url(for: check.host)
-        let t = startThread { [self] in
+        let started = startDetachedThread { [self] in
             let answer: CDNAnswer
             switch client {
             case .success(let client):
@@ -152,14 +153,21 @@ final class CDNWatch: Sendable {
             case .failure(let error):
                 answer = CDNAnswer(outcome: .unreachable(cause: "tls", message: error.message))
             }
-            let now = monotonicMicroseconds()
-            let wall = wallClockMilliseconds()
-            let lines = state.withLock { s in
-                CDNWatch.apply(s.schedule!.finish(check, answer, now: now, wall: wall), &s)
-            }
-            write(lines, log)
+            finish(check, answer, log)
         }
-        pthread_detach(t)
+        if let error = started {
+            // Out of threads: this check fails here, and the server goes on.
+            finish(check, CDNAnswer(outcome: .unreachable(cause: "connect", message: "no thread for the request: \(error)")), log)
+        }
+    }
+
+    private func finish(_ check: CDNSchedule.Check, _ answer: CDNAnswer, _ log: Log) {
+        let now = monotonicMicroseconds()
+        let wall = wallClockMilliseconds()
+        let lines = state.withLock { s in
+            CDNWatch.apply(s.schedule!.finish(check, answer, now: now, wall: wall), &s)
+        }
+        write(lines, log)
     }
 
     // MARK: - What it reports
@@ -290,4 +298,25 @@ struct FirstResults {
             return n > FirstResults.linesPerState ? (state, n - FirstResults.linesPerState) : nil
         }
     }
+}
+
+/// Starts a detached thread running `body`; the error when the system has no thread to give
+/// (EAGAIN), which a check survives (``startThread`` treats it as a bug).
+private func startDetachedThread(_ body: @escaping () -> Void) -> SystemError? {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let r = pthread_create(&thread, nil, { arg in
+        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+        return nil
+    }, box)
+    guard r == 0 else {
+        Unmanaged<Box>.fromOpaque(box).release()
+        return SystemError("pthread_create", errno: r)
+    }
+    pthread_detach(thread)
+    return nil
 }

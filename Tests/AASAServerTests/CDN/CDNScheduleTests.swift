@@ -160,6 +160,19 @@ private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 
 }
 
 extension CDNScheduleTests {
+    @Test func anEditAwayFromACurrentCopyIsStaleAtOnce() throws {
+        var s = CDNSchedule(settings: .init(intervalSeconds: 600, rate: 2))
+        let old = version(oldFile)
+        _ = s.update([.init(key: "a", host: "a", served: old)], now: 0, wall: 0)
+        let started = s.start(now: 0)
+        let check = try #require(started)
+        _ = s.finish(check, ok(oldFile), now: second, wall: 1000)
+        #expect(s.sites["a"]?.status.state == .current)
+        let events = s.update([.init(key: "a", host: "a", served: version(newFile))], now: 2 * second, wall: 2000)
+        #expect(events == [.changed(host: "a", from: .current, to: .stale, afterMilliseconds: 1000)])
+        #expect(s.sites["a"]?.status.differs.isEmpty == false)
+    }
+
     @Test func anUpdateOfTheChangesAloneKeepsEveryOtherSite() {
         var s = CDNSchedule(settings: .init(intervalSeconds: 600, rate: 2))
         let v = version(oldFile)
