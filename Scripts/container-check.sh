@@ -65,7 +65,7 @@ mount --bind /proc "$work/image/proc" 2>/dev/null || true
 
 port=$((20000 + RANDOM % 10000)); admin=$((port + 1))
 chroot --userspec=10001:10001 "$work/image" /usr/local/bin/aasa serve --config /config \
-  --http "127.0.0.1:$port" --admin "127.0.0.1:$admin" > "$work/serve.out" 2> "$work/serve.err" &
+  --http "127.0.0.1:$port" --admin "127.0.0.1:$admin" --cdn-watch off > "$work/serve.out" 2> "$work/serve.err" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; umount "$work/image/proc" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q 'ready:' "$work/serve.err" && break; sleep 0.1; done

@@ -182,7 +182,8 @@ class Setup:
         if server == "aasa":
             return ([self.aasa, "serve", "--config", self.config, "--certs", self.certs,
                      "--https", f"127.0.0.1:{tls_port}", "--http", f"127.0.0.1:{plain_port}",
-                     "--admin", "off", "--workers", "1", "--default-cert", self.crt, "--shutdown-grace", "1"],
+                     "--admin", "off", "--workers", "1", "--default-cert", self.crt, "--shutdown-grace", "1",
+                     "--cdn-watch", "off"],
                     signal.SIGTERM, {"SWIFT_DETERMINISTIC_HASHING": "1"})
         if server == "nginx":
             conf = os.path.join(self.runs_dir, f"{tag}.nginx.conf")

@@ -13,9 +13,11 @@ struct ServeCommand: ParsableCommand {
         AASA_HTTP (comma-separated lists), AASA_ADMIN, AASA_DEFAULT_CERT, AASA_DEV, AASA_WORKERS, \
         AASA_PROXY_PROTOCOL, AASA_MAX_CONNECTIONS, AASA_LOG_FORMAT, AASA_CACHE_MAX_AGE, \
         AASA_SHUTDOWN_GRACE, AASA_ACME, AASA_ACME_EMAIL, AASA_ACME_DIRECTORY, AASA_ACME_CA_ROOT, \
-        AASA_ACME_CHALLENGE, AASA_ACME_EAB_KID, AASA_ACME_EAB_HMAC_KEY. A flag on the command line \
+        AASA_ACME_CHALLENGE, AASA_ACME_EAB_KID, AASA_ACME_EAB_HMAC_KEY, AASA_CDN_WATCH, AASA_CDN_BASE, \
+        AASA_CDN_CACERT, AASA_CDN_INTERVAL, AASA_CDN_RATE. A flag on the command line \
         wins over the variable. AASA_ACME_RETRY_BASE_MS (a test knob) sets the first retry delay \
-        after a failed ACME order (default 60000).
+        after a failed ACME order (default 60000); AASA_CDN_TIMEOUT_MS (another) the time each request \
+        to Apple's CDN may take (default 10000).
         """
     )
 
@@ -86,6 +88,21 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("acme-eab-hmac-key"), help: "External account binding MAC key, base64url.")
     var acmeEABHMACKey: String?
 
+    @Option(name: .customLong("cdn-watch"), help: "on or off: check each site's copy at Apple's CDN (default on; off with --dev).")
+    var cdnWatch: String?
+
+    @Option(name: .customLong("cdn-base"), help: "Apple's CDN (default https://app-site-association.cdn-apple.com).")
+    var cdnBase: String?
+
+    @Option(name: .customLong("cdn-cacert"), help: "PEM file of CAs to trust for --cdn-base (instead of the system store, as check's --cacert).")
+    var cdnCACert: String?
+
+    @Option(name: .customLong("cdn-interval"), help: "Seconds between checks of one site (default 21600, the CDN's own max-age).")
+    var cdnInterval: Int?
+
+    @Option(name: .customLong("cdn-rate"), help: "Requests per second to the CDN at most (default 2).")
+    var cdnRate: Int?
+
     /// `--admin` values that mean "no admin listener" (also understood by `aasa health`).
     static let adminOff: Set<String> = ["off", "none", ""]
 
@@ -137,6 +154,7 @@ struct ServeCommand: ParsableCommand {
         }
         c.dev = dev
         if acme || env.flag("AASA_ACME") { c.acme = try acmeConfiguration(c, env) }
+        c.cdnWatch = try cdnWatchConfiguration(dev: dev, env)
 
         let status = Server(configuration: c).run()
         if status != 0 { throw ExitCode(status) }
@@ -169,6 +187,28 @@ struct ServeCommand: ParsableCommand {
         }
         if let base = env.int("AASA_ACME_RETRY_BASE_MS"), base > 0 { a.retryBaseMilliseconds = Int64(base) }
         return a
+    }
+
+    /// README, "What Apple sees": on by default, off with --dev (a development site is not on
+    /// Apple's CDN: devices fetch it directly).
+    private func cdnWatchConfiguration(dev: Bool, _ env: Environment) throws -> CDNWatchConfiguration? {
+        let text = (cdnWatch ?? env["AASA_CDN_WATCH"] ?? (dev ? "off" : "on")).lowercased()
+        switch text {
+        case "on", "1", "true", "yes": break
+        case "off", "0", "false", "no": return nil
+        default: throw ValidationError("--cdn-watch must be on or off, got \(text)")
+        }
+        var w = CDNWatchConfiguration()
+        if let base = cdnBase ?? env["AASA_CDN_BASE"] {
+            do { w.base = try HTTPURL(base) } catch { throw ValidationError("--cdn-base: \(error)") }
+        }
+        w.caFile = cdnCACert ?? env["AASA_CDN_CACERT"]
+        if let file = w.caFile, access(file, R_OK) != 0 { throw ValidationError("--cdn-cacert: cannot read \(file)") }
+        w.intervalSeconds = try positive(cdnInterval ?? env.int("AASA_CDN_INTERVAL") ?? 21_600, "--cdn-interval")
+        w.rate = try positive(cdnRate ?? env.int("AASA_CDN_RATE") ?? 2, "--cdn-rate")
+        if let ms = env.int("AASA_CDN_TIMEOUT_MS"), ms > 0 { w.timeoutMilliseconds = Int64(ms) }
+        w.userAgent = "aasa/" + AASA.configuration.version
+        return w
     }
 
     private func addresses(_ list: [String], _ flag: String) throws -> [SocketAddress] {

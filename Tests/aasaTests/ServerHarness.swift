@@ -105,9 +105,9 @@ final class ServerProcess {
             process.executableURL = AASABinary.url
             process.arguments = arguments
         }
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
+        // No test server asks the real Apple CDN: a test that watches one names its fake with
+        // --cdn-watch on (a flag wins over the variable).
+        process.environment = ProcessInfo.processInfo.environment.merging(["AASA_CDN_WATCH": "off"].merging(environment) { $1 }) { $1 }
         let err = Pipe()
         let out = Pipe()
         process.standardError = err
@@ -139,7 +139,8 @@ final class ServerProcess {
 
     static func port(_ kind: String, in log: String) -> Int? {
         for line in log.split(separator: "\n") where line.contains("listening \(kind) ") {
-            if let colon = line.lastIndex(of: ":") { return Int(line[line.index(after: colon)...]) }
+            // The digits after the last colon: the end of a text line, or of a JSON log's message.
+            if let colon = line.lastIndex(of: ":") { return Int(line[line.index(after: colon)...].prefix { $0.isNumber }) }
         }
         return nil
     }

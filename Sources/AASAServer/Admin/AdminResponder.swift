@@ -22,7 +22,7 @@ enum AdminResponder {
         case "/metrics":
             return .message(.ok, metrics(state), request: request, site: "", contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/status":
-            return .message(.ok, status(state.snapshots.load().0, acme: state.acme) + "\n", request: request, site: "",
+            return .message(.ok, status(state.snapshots.load().0, acme: state.acme, appleView: state.appleView) + "\n", request: request, site: "",
                             contentType: "application/json", extraFields: noStore)
         default:
             return .message(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, site: "")
@@ -51,7 +51,8 @@ enum AdminResponder {
         }
     }
 
-    static func status(_ snapshot: SiteSnapshot, acme: ACMEStatus? = nil) -> String {
+    static func status(_ snapshot: SiteSnapshot, acme: ACMEStatus? = nil, appleView: AppleView? = nil) -> String {
+        let apple = appleView?.listing() ?? AppleView.Listing(fetches: [:], cdn: nil)
         var w = JSONWriter()
         w.beginObject()
         w.key("sites")
@@ -82,6 +83,7 @@ enum AdminResponder {
             if site.name.isWildcard {
                 w.key("certificateNote"); w.value(wildcardNote(site, snapshot))
             }
+            AppleView.write(site, apple, to: &w)
             w.endObject()
         }
         w.endArray()
@@ -166,6 +168,7 @@ enum AdminResponder {
         for cert in state.snapshots.load().0.certificates.certificates {
             out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"
         }
+        if let cdn = state.appleView.cdn { out += cdn.metrics() }
         if state.acme != nil {
             family("aasa_acme_orders_total", "counter", "ACME orders by result.")
             out += "aasa_acme_orders_total{result=\"issued\"} \(m.acmeOrdersIssued.load(ordering: .relaxed))\n"

@@ -22,6 +22,8 @@ final class ServerState: Sendable {
     let dev: DevelopmentMode?
     /// `--acme`: what the ACME thread is doing, for `/status`.
     let acme: ACMEStatus?
+    /// The fetch record and the CDN watch (README, "What Apple sees").
+    let appleView: AppleView
 
     /// Counts a new connection from `client` unless it already holds `limit`.
     func admit(_ client: String, limit: Int) -> Bool {
@@ -41,8 +43,9 @@ final class ServerState: Sendable {
     }
 
     init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil,
-         acme: ACMEStatus? = nil) {
+         acme: ACMEStatus? = nil, appleView: AppleView = AppleView()) {
         self.dev = dev
+        self.appleView = appleView
         self.acme = acme
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         snapshots = SnapshotStore(snapshot)

@@ -334,24 +334,18 @@ public struct SiteCheck: Sendable {
             report.set("cdn", .fail, text)
             return
         }
-        guard let cdnValue = JSONParser.parse(response.body).value else {
+        switch CDNCopy.compare(cdnBody: response.body, origin: report.file) {
+        case .cdnNotJSON:
             report.set("cdn", .fail, "the CDN answers 200 for \(url) with a body that is not JSON")
-            return
-        }
-        guard let origin = report.file, let originValue = JSONParser.parse(origin.bytes).value else {
+        case .originUnreadable:
             report.set("cdn", .warn, "the CDN serves a copy, but the origin's file could not be read: when the CDN next refreshes (within about 24 hours), devices lose it")
-            return
-        }
-        if originValue.isSameValue(as: cdnValue) {
+        case .same:
             report.cdn.sameAsOrigin = true
             report.set("cdn", .pass, "the CDN serves the same file as the origin")
-            return
+        case .differs(let differences):
+            report.cdn.sameAsOrigin = false
+            report.set("cdn", .warn, "the CDN still serves an older version: \(differences.joined(separator: "; ")); it refreshes within about 24 hours, and a device reads it when the app is installed (reinstall to test)")
         }
-        report.cdn.sameAsOrigin = false
-        let cdnDocument = AASAFile(bytes: response.body).document ?? AASADocument()
-        var differences = origin.document?.differences(from: cdnDocument) ?? []
-        if differences.isEmpty { differences = ["they differ only in keys no device reads"] }
-        report.set("cdn", .warn, "the CDN still serves an older version: \(differences.joined(separator: "; ")); it refreshes within about 24 hours, and a device reads it when the app is installed (reinstall to test)")
     }
 }
 

@@ -18,6 +18,8 @@ public final class HTTPSClient: Sendable {
         public var timeoutSeconds: Double = 10
         /// A PEM file of trusted CAs instead of the system store (`--cacert`).
         public var caFile: String?
+        /// Trust ``caFile`` besides the system store rather than instead of it.
+        public var caFileKeepsSystemStore = false
         /// Connect to these addresses instead of resolving the URL's host; SNI, the name
         /// checked and `Host` stay the URL's (curl's `--connect-to`).
         public var connectTo: [SocketAddress]?
@@ -48,7 +50,7 @@ public final class HTTPSClient: Sendable {
     public init(_ configuration: Configuration = Configuration()) throws(HTTPClientError) {
         self.configuration = configuration
         do {
-            context = try TLSClientContext(caFile: configuration.caFile, verifyPeer: false)
+            context = try TLSClientContext(caFile: configuration.caFile, keepsSystemStore: configuration.caFileKeepsSystemStore, verifyPeer: false)
         } catch {
             throw HTTPClientError(phase: .tls, message: "cannot load the trusted certificates: \(error)")
         }

@@ -11,7 +11,7 @@ enum Dashboard {
         return snapshot.index.lookup(host) == nil
     }
 
-    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, dev: DevelopmentMode) -> Response {
+    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, dev: DevelopmentMode, appleView: AppleView? = nil) -> Response {
         guard request.method == .get || request.method == .head else {
             return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: "dashboard", extraFields: [("allow", "GET, HEAD")])
         }
@@ -21,7 +21,7 @@ enum Dashboard {
             return .message(.ok, page, request: request, site: "dashboard", contentType: "text/html; charset=utf-8",
                              extraFields: noStore + [("content-security-policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")])
         case "/api/sites":
-            return .message(.ok, sitesJSON(snapshot), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
+            return .message(.ok, sitesJSON(snapshot, apple: appleView?.listing()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/api/fetches":
             return .message(.ok, fetchesJSON(dev.fetches.recent()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/entitlements.txt":
@@ -62,7 +62,7 @@ enum Dashboard {
 
     // MARK: - API
 
-    static func sitesJSON(_ snapshot: SiteSnapshot) -> String {
+    static func sitesJSON(_ snapshot: SiteSnapshot, apple: AppleView.Listing? = nil) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("sites")
@@ -115,6 +115,13 @@ enum Dashboard {
                 w.endObject()
             }
             w.endArray()
+            // What Apple sees (README): the fetches, the CDN's copy, and their timeline.
+            if let apple {
+                AppleView.write(site, apple, to: &w)
+                w.key("timeline")
+                let key = site.name.description
+                SiteStory.write(SiteStory.events(site, fetches: apple.fetches[key], cdn: apple.cdn?[key]), to: &w)
+            }
             w.endObject()
         }
         w.endArray()
@@ -208,6 +215,10 @@ enum Dashboard {
     input[type=url] { width: 70%; padding: .4rem; font-size: 1rem; } button { padding: .4rem .9rem; font-size: 1rem; }
     .match { color: #116326; font-weight: 600; } .exclude { color: #9b1c1c; font-weight: 600; } .no_match { color: #555; }
     .muted { color: #666; }
+    .current { background: #d8f5dd; color: #116326; } .failing, .unreachable { background: #fde0e0; color: #9b1c1c; } .pending { background: #eee; color: #555; }
+    ol.timeline { list-style: none; display: flex; flex-wrap: wrap; gap: .2rem .4rem; padding: 0; margin: .4rem 0; font-size: .85rem; }
+    ol.timeline li + li::before { content: "→ "; color: #888; }
+    ol.timeline time { font-weight: 600; }
     #summary { position: sticky; top: 0; z-index: 1; display: flex; flex-wrap: wrap; align-items: center; gap: .6rem 1rem;
                background: #fff; border-radius: 10px; padding: .6rem 1rem; box-shadow: 0 1px 3px rgba(0,0,0,.12); margin: .6rem 0; }
     #summary .count { font-weight: 600; }
@@ -268,6 +279,12 @@ enum Dashboard {
       for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
       return e;
     }
+    // Today's events by their time; older ones with their date.
+    function clock(iso) {
+      const d = new Date(iso);
+      const time = d.toLocaleTimeString([], { hour12: false, hour: "2-digit", minute: "2-digit" });
+      return d.toDateString() === new Date().toDateString() ? time : d.toLocaleDateString() + " " + time;
+    }
     async function getJSON(path) { const r = await fetch(path, { cache: "no-store" }); return r.json(); }
 
     const serviceNames = { applinks: "Universal links", webcredentials: "Web credentials", appclips: "App Clips",
@@ -307,6 +324,21 @@ enum Dashboard {
           if (list.length) card.append(el("p", { class: "apps", "data-service": service }, (serviceNames[service] || service) + ": ", el("span", { class: "mono" }, list.join(", "))));
         }
         card.append(el("pre", { class: "entitlements" }, s.entitlements.join("\n")));
+        // What Apple sees: the file's changes, the fetches and the CDN's copy, in time order.
+        if (s.timeline && (s.cdn || s.fetches.appleCDN || s.fetches.device)) {
+          const line = el("ol", { class: "timeline", title: s.story });
+          for (const e of s.timeline) {
+            const item = el("li", { "data-kind": e.kind }, e.label);
+            if (e.at) item.append(" ", el("time", { datetime: e.at, title: e.at }, clock(e.at)));
+            if (e.kind === "cdn" && s.cdn) item.prepend(el("span", { class: "state " + s.cdn.state }, s.cdn.state), " ");
+            item.append(e.detail);
+            line.append(item);
+          }
+          card.append(el("p", { class: "muted" }, "What Apple sees:"), line);
+          // Why the CDN's copy is not the file served: what differs, or what the CDN said.
+          if (s.cdn && s.cdn.differs && s.cdn.differs.length) card.append(el("ul", { class: "differs warning" }, ...s.cdn.differs.map((d) => el("li", {}, d))));
+          if (s.cdn && s.cdn.failureDetails) card.append(el("p", { class: "cdn-failure error" }, s.cdn.failureDetails));
+        }
         // Every association file of the site, each with its own verdict and findings.
         for (const f of s.files) {
           card.append(el("p", { class: "file", "data-file": f.name }, el("span", { class: "mono" }, f.name), " ",

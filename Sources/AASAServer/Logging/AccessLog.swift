@@ -64,9 +64,11 @@ final class AccessLog {
         return bytes.count - i >= n && memcmp(bytes.baseAddress! + i, text.utf8Start, n) == 0
     }
 
-    /// Appends the line for one answered (or refused: `request` nil) request.
+    /// Appends the line for one answered (or refused: `request` nil) request, and returns who
+    /// fetched (``fetcher(userAgent:)``), so the agent is scanned once per request.
+    @discardableResult
     func append(timeMilliseconds: Int64, client: String, request: HTTPRequest?, status: Int, bytes: Int,
-                durationMicroseconds: Int64) {
+                durationMicroseconds: Int64) -> StaticString? {
         let second = timeMilliseconds / 1000
         if second != prefixSecond {
             prefixSecond = second
@@ -74,18 +76,17 @@ final class AccessLog {
         }
         guard let request else {
             // Refused before a request was parsed: no host, method, target or agent.
-            write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
-                  bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
-            return
+            return write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
+                         bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
         }
         let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
-        write(timeMilliseconds: timeMilliseconds, client: client, host: request.host ?? "", method: request.method.text,
+        return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host ?? "", method: request.method.text,
               target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
               userAgent: request.userAgent ?? "", version: request.version)
     }
 
     private func write(timeMilliseconds: Int64, client: String, host: String, method: String, target: String, status: Int,
-                       bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) {
+                       bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) -> StaticString? {
         client.withBytes { client in
         host.withBytes { host in
         method.withBytes { method in
@@ -162,6 +163,7 @@ final class AccessLog {
             }
             w.byte(0x0A)
             count = w.at - storage
+            return fetcher
         }}}}}
     }
 

@@ -56,7 +56,7 @@ final class LoopContext {
             return AdminResponder.respond(to: request, state: state)
         case .http where state.dev != nil && Dashboard.handles(request, snapshot: snapshot):
             // The dashboard polls every 2 s: counted, but kept out of the access log.
-            let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!)
+            let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!, appleView: state.appleView)
             counters.count(site: response.siteLabel, file: response.file, status: response.status)
             return response
         case .http where state.acme != nil && ACMEChallengeHandler.handles(request):
@@ -70,7 +70,13 @@ final class LoopContext {
                 dev.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
                                    path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")
             }
-            record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
+            // Apple's CDN or a device fetching the AASA file (README, "What Apple sees"): the
+            // access log has read the agent already; any other request pays one test of nil.
+            if let fetcher = record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds),
+               FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown", request.method == .get || request.method == .head {
+                state.appleView.fetches.record(FetchRecords.fetcher(fetcher), site: response.siteLabel, host: request.host ?? "",
+                                               status: response.status, client: connection.client, snapshot: snapshot)
+            }
             return response
         }
     }
@@ -84,9 +90,11 @@ final class LoopContext {
         return response
     }
 
-    private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) {
+    /// Counts and logs a response; returns who fetched, as the access log tells from the agent.
+    @discardableResult
+    private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) -> StaticString? {
         counters.count(site: response.siteLabel, file: response.file, status: response.status)
-        accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
+        return accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
                          status: response.status, bytes: response.bodyBytes,
                          durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds)
     }

@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var dev = false
     /// `--acme`: certificates obtained and renewed in `certsDirectory` (SPEC 3.10).
     public var acme: ACMEConfiguration?
+    /// `--cdn-watch on`: the copy Apple's CDN holds of each site (README, "What Apple sees").
+    public var cdnWatch: CDNWatchConfiguration?
 
     public init() {}
 }
@@ -86,7 +88,8 @@ public final class Server {
         let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
-                                acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) })
+                                acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) },
+                                appleView: AppleView(cdn: configuration.cdnWatch.map { CDNWatch(configuration: $0) }))
         let serving = snapshot.sites.filter { $0.served != nil }.count
         log.info("loaded \(snapshot.sites.count) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 
@@ -129,6 +132,8 @@ public final class Server {
         for loop in loops {
             threads.append(startThread { loop.run() })
         }
+        // Off the loops and the control thread: a slow CDN delays nothing but its own checks.
+        state.appleView.cdn?.start(state: state, log: log)
         state.ready.store(true, ordering: .releasing)
         if let dev {
             LogStream.standardError.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),

@@ -1,0 +1,324 @@
+import AASACore
+import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--cdn-watch` and its settings (README, "What Apple sees").
+public struct CDNWatchConfiguration: Sendable {
+    /// `--cdn-base`: where Apple's CDN is; each site is asked at `{base}/a/v1/HOST`.
+    public var base = HTTPURL(isSecure: true, host: "app-site-association.cdn-apple.com")
+    /// `--cdn-cacert`: a PEM file of CAs to trust for the CDN base (a test or private CDN),
+    /// besides the system store: extra trust, so a file that names a private CA still lets the
+    /// real CDN verify.
+    public var caFile: String?
+    /// `--cdn-interval`: the CDN's own max-age for a good copy (6 hours).
+    public var intervalSeconds = 21_600
+    /// `--cdn-rate`: requests started per second at most.
+    public var rate = 2
+    /// Each request ends within this, in all (connect, TLS, response).
+    public var timeoutMilliseconds: Int64 = 10_000
+    /// `aasa/VERSION`.
+    public var userAgent = "aasa"
+
+    public init() {}
+}
+
+/// Watches the copy Apple's CDN holds of every site that serves an AASA file: one thread that
+/// schedules (``CDNSchedule``), and one short-lived thread per request under way, bounded, so
+/// a slow or silent CDN holds up nothing but its own checks, and never an event loop, a reload
+/// or shutdown (the threads are detached: the process exits without waiting for them).
+final class CDNWatch: Sendable {
+    let configuration: CDNWatchConfiguration
+    private let state = Locked<WatchState>(WatchState())
+    private let client: Result<HTTPSClient, HTTPClientError>
+
+    private struct WatchState {
+        var schedule: CDNSchedule?
+        var checks: [CDNStatus.State: Int] = [:]
+        var firstResults = FirstResults()
+    }
+
+    init(configuration: CDNWatchConfiguration) {
+        self.configuration = configuration
+        var c = HTTPSClient.Configuration(timeoutSeconds: Double(configuration.timeoutMilliseconds) / 1000, caFile: configuration.caFile,
+                                          userAgent: configuration.userAgent)
+        c.caFileKeepsSystemStore = true
+        // An AASA file is at most 128 KB; a CDN that sends more is not sending one.
+        c.maxBodyBytes = 256 * 1024
+        do { client = .success(try HTTPSClient(c)) } catch { client = .failure(error) }
+        let settings = CDNSchedule.Settings(intervalSeconds: configuration.intervalSeconds, rate: configuration.rate,
+                                            timeoutMilliseconds: configuration.timeoutMilliseconds)
+        state.withLock { $0.schedule = CDNSchedule(settings: settings) }
+    }
+
+    /// What is asked of the CDN for `host`.
+    func url(for host: String) -> HTTPURL {
+        var prefix = configuration.base.target
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        return HTTPURL(isSecure: configuration.base.isSecure, host: configuration.base.host, port: configuration.base.port,
+                       target: prefix + "/a/v1/" + host)
+    }
+
+    /// The sites to watch in a snapshot: each that serves an AASA file, a `*.` site as its base
+    /// name where it serves that name (README: the file iOS fetches for `applinks:*.example.org`
+    /// is example.org's, TN3155).
+    static func watched(_ snapshot: SiteSnapshot) -> [CDNSchedule.Watched] {
+        var out: [CDNSchedule.Watched] = []
+        out.reserveCapacity(snapshot.sites.count)
+        for site in snapshot.sites {
+            if let w = watched(site, in: snapshot) { out.append(w) }
+        }
+        return out
+    }
+
+    private static func watched(_ site: Site, in snapshot: SiteSnapshot) -> CDNSchedule.Watched? {
+        guard let served = site.served else { return nil }
+        if site.name.isWildcard {
+            guard let (name, _) = snapshot.index.lookup(site.name.host), name == site.name else { return nil }
+        }
+        return .init(key: site.name.description, host: site.name.host, served: served)
+    }
+
+    /// What changed for the watch from one snapshot to the next, when the same sites are in the
+    /// same places: a reload shares every unchanged site, so a walk comparing references finds
+    /// the few that changed. nil when sites came or went (one may decide whether a wildcard
+    /// serves its base name): then everything is compared.
+    static func changes(from old: SiteSnapshot, to new: SiteSnapshot) -> (watched: [CDNSchedule.Watched], gone: [String])? {
+        guard old.sites.count == new.sites.count else { return nil }
+        var changed: [CDNSchedule.Watched] = []
+        var gone: [String] = []
+        for (a, b) in zip(old.sites, new.sites) where a !== b {
+            guard a.name == b.name else { return nil }
+            if let w = watched(b, in: new) { changed.append(w) } else { gone.append(b.name.description) }
+        }
+        return (changed, gone)
+    }
+
+    func start(state server: ServerState, log: Log) {
+        if case .failure(let error) = client {
+            log.error("cdn: cannot load the trusted certificates for \(configuration.base): \(error.message)")
+        }
+        log.info("cdn: watching Apple's CDN at \(configuration.base.isSecure ? "https" : "http")://\(configuration.base.host):\(configuration.base.port) every \(configuration.intervalSeconds) s, at most \(configuration.rate) requests/s")
+        // The sites are known (and `pending`) before the server says it is ready.
+        let (snapshot, generation) = server.snapshots.load()
+        let watched = CDNWatch.watched(snapshot)
+        let now = monotonicMicroseconds()
+        let wall = wallClockMilliseconds()
+        state.withLock { _ = $0.schedule!.update(watched, now: now, wall: wall) }
+        if let error = startDetachedThread({ [self] in run(server, log, snapshot: snapshot, generation: generation) }) {
+            log.error("cdn: cannot start the watch: \(error)")
+        }
+    }
+
+    private func run(_ server: ServerState, _ log: Log, snapshot first: SiteSnapshot, generation firstGeneration: Int) {
+        var previous = first
+        var generation = firstGeneration
+        while !server.draining.load(ordering: .relaxed) {
+            var watched: [CDNSchedule.Watched]?
+            var gone: [String]?
+            if server.snapshots.generation != generation {
+                let (snapshot, g) = server.snapshots.load()
+                generation = g
+                if let changes = CDNWatch.changes(from: previous, to: snapshot) {
+                    (watched, gone) = changes
+                } else {
+                    watched = CDNWatch.watched(snapshot)
+                }
+                previous = snapshot
+            }
+            let now = monotonicMicroseconds()
+            let wall = wallClockMilliseconds()
+            var starts: [CDNSchedule.Check] = []
+            let (lines, wake) = state.withLock { s -> ([LogLine], Int64?) in
+                var events: [CDNSchedule.Event] = []
+                if let watched { events += s.schedule!.update(watched, gone: gone, now: now, wall: wall) }
+                events += s.schedule!.expire(now: now, wall: wall)
+                while let check = s.schedule!.start(now: now) { starts.append(check) }
+                return (CDNWatch.apply(events, &s), s.schedule!.nextWake(now: now))
+            }
+            write(lines, log)
+            for check in starts { spawn(check, log) }
+            // At most 100 ms asleep: a reload is noticed, and a check started, within that.
+            let sleep = min(100_000, max(1000, (wake ?? Int64.max) - monotonicMicroseconds()))
+            usleep(UInt32(sleep))
+        }
+    }
+
+    private func spawn(_ check: CDNSchedule.Check, _ log: Log) {
+        let url = url(for: check.host)
+        let started = startDetachedThread { [self] in
+            let answer: CDNAnswer
+            switch client {
+            case .success(let client):
+                do throws(HTTPClientError) { answer = CDNAnswer(response: try client.get(url)) } catch { answer = CDNAnswer(error: error) }
+            case .failure(let error):
+                answer = CDNAnswer(outcome: .unreachable(cause: "tls", message: error.message))
+            }
+            finish(check, answer, log)
+        }
+        if let error = started {
+            // Out of threads: this check fails here, and the server goes on.
+            finish(check, CDNAnswer(outcome: .unreachable(cause: "connect", message: "no thread for the request: \(error)")), log)
+        }
+    }
+
+    private func finish(_ check: CDNSchedule.Check, _ answer: CDNAnswer, _ log: Log) {
+        let now = monotonicMicroseconds()
+        let wall = wallClockMilliseconds()
+        let lines = state.withLock { s in
+            CDNWatch.apply(s.schedule!.finish(check, answer, now: now, wall: wall), &s)
+        }
+        write(lines, log)
+    }
+
+    // MARK: - What it reports
+
+    /// Every watched site's status, by site name (as `/status` names sites).
+    func statuses() -> [String: CDNStatus] {
+        state.withLock { s in
+            var out: [String: CDNStatus] = [:]
+            out.reserveCapacity(s.schedule!.sites.count)
+            for (key, site) in s.schedule!.sites { out[key] = site.status }
+            return out
+        }
+    }
+
+    func status(site: String) -> CDNStatus? {
+        state.withLock { $0.schedule!.sites[site]?.status }
+    }
+
+    /// `aasa_cdn_sites{state}` and `aasa_cdn_checks_total{result}`.
+    func metrics() -> String {
+        let (counts, checks) = state.withLock { ($0.schedule!.counts(), $0.checks) }
+        var out = "# HELP aasa_cdn_sites Watched sites by the state of their copy at Apple's CDN.\n# TYPE aasa_cdn_sites gauge\n"
+        for state in CDNStatus.State.allCases {
+            out += "aasa_cdn_sites{state=\"\(state.rawValue)\"} \(counts[state] ?? 0)\n"
+        }
+        out += "# HELP aasa_cdn_checks_total Checks of Apple's CDN, by the state each found.\n# TYPE aasa_cdn_checks_total counter\n"
+        for state in CDNStatus.State.allCases where state != .pending {
+            out += "aasa_cdn_checks_total{result=\"\(state.rawValue)\"} \(checks[state] ?? 0)\n"
+        }
+        return out
+    }
+
+    // MARK: - The log
+
+    struct LogLine {
+        var level: Log.Level
+        var message: String
+        /// For a change of state: host, from, to, after (the JSON log's fields).
+        var change: (host: String, from: String, to: String, after: String)?
+    }
+
+    /// Counts the checks and turns events into log lines: each change of state after a site's
+    /// first check, and the first results summarised (at most 20 lines of one state, then a
+    /// count once every site has its first result).
+    private static func apply(_ events: [CDNSchedule.Event], _ s: inout WatchState) -> [LogLine] {
+        var lines: [LogLine] = []
+        for event in events {
+            switch event {
+            case .checked(let state):
+                s.checks[state, default: 0] += 1
+            case .first(let key, let host, let state):
+                if s.firstResults.count(state) {
+                    let status = s.schedule!.sites[key]?.status
+                    lines.append(LogLine(level: state == .current ? .info : .warning, message: "cdn: \(host) \(state.rawValue)\(detail(status))"))
+                }
+            case .changed(let host, let from, let to, let after):
+                let text = durationText(milliseconds: after)
+                lines.append(LogLine(level: to == .current ? .info : .warning, message: "cdn: \(host) \(from.rawValue) -> \(to.rawValue) after \(text)",
+                                     change: (host, from.rawValue, to.rawValue, text)))
+            }
+        }
+        if s.schedule!.pendingCount == 0 {
+            for (state, more) in s.firstResults.finish() {
+                lines.append(LogLine(level: .info, message: "cdn: \(more) more sites \(state.rawValue) at their first check"))
+            }
+        }
+        return lines
+    }
+
+    private static func detail(_ status: CDNStatus?) -> String {
+        guard let status else { return "" }
+        switch status.state {
+        case .stale: return ": the CDN still serves an older version (\(status.differs.joined(separator: "; ")))"
+        case .failing:
+            var text = ": the CDN answers \(status.httpStatus ?? 0)"
+            if let reason = status.failureReason { text += ", Apple-Failure-Reason: \(reason)" }
+            if let details = status.failureDetails { text += ", Apple-Failure-Details: \(details)" }
+            return text
+        case .unreachable: return ": \(status.failureReason ?? "") (\(status.failureDetails ?? ""))"
+        default: return ""
+        }
+    }
+
+    private func write(_ lines: [LogLine], _ log: Log) {
+        for line in lines {
+            guard line.level >= log.minimum else { continue }
+            guard log.format == .json, let change = line.change else {
+                switch line.level {
+                case .debug: log.debug(line.message)
+                case .info: log.info(line.message)
+                case .warning: log.warning(line.message)
+                case .error: log.error(line.message)
+                }
+                continue
+            }
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("time"); w.value(HTTPDate.iso8601(milliseconds: wallClockMilliseconds()))
+            w.key("level"); w.value(line.level.rawValue)
+            w.key("message"); w.value(line.message)
+            w.key("host"); w.value(change.host)
+            w.key("from"); w.value(change.from)
+            w.key("to"); w.value(change.to)
+            w.key("after"); w.value(change.after)
+            w.endObject()
+            LogStream.standardError.write(w.output + "\n")
+        }
+    }
+}
+
+/// The first results of a pass, as start-up findings are summarised: 20 lines of each state,
+/// then only a count.
+struct FirstResults {
+    static let linesPerState = 20
+    private var seen: [CDNStatus.State: Int] = [:]
+
+    /// Counts one; true when it gets a line of its own.
+    mutating func count(_ state: CDNStatus.State) -> Bool {
+        seen[state, default: 0] += 1
+        return seen[state]! <= FirstResults.linesPerState
+    }
+
+    /// The states with more results than lines, and how many more; then starts again.
+    mutating func finish() -> [(CDNStatus.State, Int)] {
+        defer { seen = [:] }
+        return CDNStatus.State.allCases.compactMap { state in
+            let n = seen[state] ?? 0
+            return n > FirstResults.linesPerState ? (state, n - FirstResults.linesPerState) : nil
+        }
+    }
+}
+
+/// Starts a detached thread running `body`; the error when the system has no thread to give
+/// (EAGAIN), which a check survives (``startThread`` treats it as a bug).
+private func startDetachedThread(_ body: @escaping () -> Void) -> SystemError? {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let r = pthread_create(&thread, nil, { arg in
+        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+        return nil
+    }, box)
+    guard r == 0 else {
+        Unmanaged<Box>.fromOpaque(box).release()
+        return SystemError("pthread_create", errno: r)
+    }
+    pthread_detach(thread)
+    return nil
+}
