@@ -8,9 +8,12 @@ final class RecordingDispatch: RequestDispatch {
     var requests: [HTTPRequest] = []
     var refusals: [HTTPError] = []
     var bodySize = 0
+    /// When each request began, as the session told it.
+    var starts: [Int64] = []
 
     func respond(to request: HTTPRequest, startedMicroseconds: Int64) -> Response {
         requests.append(request)
+        starts.append(startedMicroseconds)
         let text = bodySize > 0 ? String(repeating: "x", count: bodySize) : "path=\(request.path)\n"
         return .message(.ok, text, request: request, site: "example.com")
     }
@@ -62,6 +65,15 @@ final class SessionDriver {
 }
 
 @Suite struct HTTP1SessionTests {
+    /// The access log's duration starts from the loop's clock, which a test sets: no session
+    /// reads the machine's time behind it.
+    @Test func aRequestStartsAtTheTimeOfTheLoopsClock() {
+        let driver = SessionDriver()
+        driver.clock.microseconds = { 42_000_123 }
+        driver.feed(Array("GET /a HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8))
+        #expect(driver.dispatch.starts == [42_000_123])
+    }
+
     static let pipelined = "GET /a HTTP/1.1\r\nHost: example.com\r\n\r\n"
         + "POST /b HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\nhello"
         + "GET /c HTTP/1.1\r\nHost: example.com\r\n\r\n"

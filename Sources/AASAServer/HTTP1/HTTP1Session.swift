@@ -106,7 +106,7 @@ final class HTTP1Session: ProtocolSession {
 
     private func startHead() {
         headStarted = clock.now
-        headStartedMicroseconds = monotonicMicroseconds()
+        headStartedMicroseconds = clock.microseconds()
     }
 
     /// Answers every complete request in the input, in order, until the output backs up.

@@ -360,7 +360,7 @@ final class HTTP2Session: ProtocolSession {
            frame.pointee.headers.pri_spec.stream_id == frame.pointee.hd.stream_id {
             return trip(NGHTTP2_PROTOCOL_ERROR, "a stream depends on itself")
         }
-        let stream = HTTP2Stream(startedMicroseconds: monotonicMicroseconds())
+        let stream = HTTP2Stream(startedMicroseconds: clock.microseconds())
         streams[frame.pointee.hd.stream_id] = stream
         decoding = (frame.pointee.hd.stream_id, stream)
         return 0

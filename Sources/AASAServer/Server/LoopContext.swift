@@ -14,6 +14,8 @@ final class LoopContext {
     var snapshot: SiteSnapshot
     let accessLog: AccessLog
     private let counters: LoopCounters
+    /// Each listener's handlers, built once.
+    private let handlers: HandlerChain
     /// Where every read lands before a session takes the bytes.
     let scratch: UnsafeMutableRawBufferPointer
     /// Set once the server starts draining: new sessions start drained.
@@ -28,6 +30,7 @@ final class LoopContext {
         self.http2 = http2
         self.log = log
         self.accessLog = AccessLog(format: accessLogFormat)
+        self.handlers = HandlerChain(state: state, challenges: .shared)
         self.snapshot = state.snapshots.load().0
         self.scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     }
@@ -47,38 +50,18 @@ final class LoopContext {
     }
 
     /// The one road from a request to its response, for both protocols: the handler the
-    /// listener and host call for, then the access log and the metrics.
+    /// listener's chain picks, then the access log and the metrics as the handler says.
     func respond(to request: HTTPRequest, connection: ConnectionFacts, cache: inout HostCache, startedMicroseconds: Int64) -> Response {
-        switch connection.listener {
-        case .admin:
-            // Health checks and scrapes are neither logged nor counted: they would drown the
-            // requests that matter.
-            return AdminResponder.respond(to: request, state: state)
-        case .http where state.dev != nil && Dashboard.handles(request, snapshot: snapshot):
-            // The dashboard polls every 2 s: counted, but kept out of the access log.
-            let response = Dashboard.respond(to: request, snapshot: snapshot, dev: state.dev!, appleView: state.appleView)
-            counters.count(site: response.siteLabel, file: response.file, status: response.status)
-            return response
-        case .http where state.acme != nil && ACMEChallengeHandler.handles(request):
-            let response = ACMEChallengeHandler.respond(to: request, challenges: .shared)
-            record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
-            return response
-        case .http, .https:
-            let response = AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache,
-                                                         dev: state.dev != nil)
-            if let dev = state.dev, AssociationFileHandler.isAssociationPath(request.path) {
-                dev.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
-                                   path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")
-            }
-            // Apple's CDN or a device fetching the AASA file (README, "What Apple sees"): the
-            // access log has read the agent already; any other request pays one test of nil.
-            if let fetcher = record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds),
-               FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown", request.method == .get || request.method == .head {
-                state.appleView.fetches.record(FetchRecords.fetcher(fetcher), site: response.siteLabel, host: request.host ?? "",
-                                               status: response.status, client: connection.client, snapshot: snapshot)
-            }
-            return response
+        let handler = handlers.handler(for: request, on: connection.listener, snapshot: snapshot)
+        let response = handler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
+        var fetcher: StaticString?
+        switch handler.recording {
+        case .logged: fetcher = record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
+        case .counted: counters.count(site: response.siteLabel, file: response.file, status: response.status)
+        case .unrecorded: return response
         }
+        handler.answered(request, with: response, connection: connection, fetcher: fetcher, snapshot: snapshot)
+        return response
     }
 
     /// The answer to a request refused before any handler saw it (malformed, too large, too slow).
@@ -96,6 +79,6 @@ final class LoopContext {
         counters.count(site: response.siteLabel, file: response.file, status: response.status)
         return accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
                          status: response.status, bytes: response.bodyBytes,
-                         durationMicroseconds: startedMicroseconds == 0 ? 0 : monotonicMicroseconds() - startedMicroseconds)
+                         durationMicroseconds: startedMicroseconds == 0 ? 0 : clock.microseconds() - startedMicroseconds)
     }
 }

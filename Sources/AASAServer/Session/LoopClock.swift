@@ -5,6 +5,10 @@ import AASAHTTP
 final class LoopClock {
     /// Monotonic milliseconds.
     var now: Int64
+    /// Monotonic microseconds, read when asked: when a request began and ended, for the access
+    /// log's duration. The real clock; tests set their own, so nothing a session does reads
+    /// the machine's time behind the test's back.
+    var microseconds: () -> Int64 = monotonicMicroseconds
     /// The HTTP-date of the current second, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
     private(set) var date: [UInt8] = []
     private var dateSecond = -1

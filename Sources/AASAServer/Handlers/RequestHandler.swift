@@ -1,0 +1,141 @@
+import AASAHTTP
+
+/// One kind of answer — association files, the admin endpoints, the development dashboard,
+/// ACME's HTTP-01 challenges — the same for HTTP/1.1 and HTTP/2: a request and the facts of its
+/// connection in, a ``Response`` out. Each listener has a chain of them, built at start
+/// (``HandlerChain``); the first that ``handles(_:snapshot:)`` a request answers it, and the
+/// one dispatcher, ``LoopContext/respond(to:connection:cache:startedMicroseconds:)``, records
+/// the answer as ``recording`` says.
+protocol RequestHandler {
+    /// How the dispatcher records this handler's answers.
+    var recording: ResponseRecording { get }
+
+    /// Whether this handler answers `request`.
+    func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool
+
+    /// - Parameter cache: the connection's last Host and its site (HTTP/1.1 keep-alive asks
+    ///   the same host again and again).
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response
+
+    /// Called after the answer was recorded; `fetcher` is who the access log took the client
+    /// for (Apple's CDN, a device), when it was logged.
+    func answered(_ request: HTTPRequest, with response: Response, connection: ConnectionFacts, fetcher: StaticString?,
+                  snapshot: SiteSnapshot)
+}
+
+extension RequestHandler {
+    func answered(_ request: HTTPRequest, with response: Response, connection: ConnectionFacts, fetcher: StaticString?,
+                  snapshot: SiteSnapshot) {}
+}
+
+/// What the dispatcher writes for an answer.
+enum ResponseRecording {
+    /// The access log and the request metrics.
+    case logged
+    /// The request metrics only (the dashboard polls every 2 s: it would drown the log).
+    case counted
+    /// Neither (health checks and scrapes would drown the requests that matter).
+    case unrecorded
+}
+
+/// The handlers of each kind of listener, in the order they are asked.
+struct HandlerChain {
+    private let admin: [any RequestHandler]
+    private let http: [any RequestHandler]
+    private let https: [any RequestHandler]
+
+    /// The chains `state` calls for: the dashboard on `--http` in development mode, ACME's
+    /// challenges on `--http` with `--acme`, and the association files everywhere but admin.
+    init(state: ServerState, challenges: PendingChallenges) {
+        let files = AssociationFiles(development: state.dev, appleView: state.appleView)
+        var http: [any RequestHandler] = []
+        if let dev = state.dev { http.append(DashboardHandler(dev: dev, appleView: state.appleView)) }
+        if state.acme != nil { http.append(ChallengeHandler(challenges: challenges)) }
+        http.append(files)
+        self.admin = [AdminHandler(state: state)]
+        self.http = http
+        self.https = [files]
+    }
+
+    /// The first handler of `listener`'s chain that answers `request`. The last of each chain
+    /// answers everything.
+    func handler(for request: HTTPRequest, on listener: ListenerKind, snapshot: SiteSnapshot) -> any RequestHandler {
+        let chain: [any RequestHandler]
+        switch listener {
+        case .admin: chain = admin
+        case .http: chain = http
+        case .https: chain = https
+        }
+        for handler in chain.dropLast() where handler.handles(request, snapshot: snapshot) { return handler }
+        return chain[chain.count - 1]
+    }
+}
+
+// MARK: - The handlers
+
+/// Health, readiness, metrics and status (``AdminResponder``).
+struct AdminHandler: RequestHandler {
+    let state: ServerState
+    var recording: ResponseRecording { .unrecorded }
+
+    func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { true }
+
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+        AdminResponder.respond(to: request, state: state)
+    }
+}
+
+/// The development dashboard (``Dashboard``), for hosts that are not sites.
+struct DashboardHandler: RequestHandler {
+    let dev: DevelopmentMode
+    let appleView: AppleView
+    var recording: ResponseRecording { .counted }
+
+    func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { Dashboard.handles(request, snapshot: snapshot) }
+
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+        Dashboard.respond(to: request, snapshot: snapshot, dev: dev, appleView: appleView)
+    }
+}
+
+/// ACME's HTTP-01 challenges (``ACMEChallengeHandler``).
+struct ChallengeHandler: RequestHandler {
+    let challenges: PendingChallenges
+    var recording: ResponseRecording { .logged }
+
+    func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { ACMEChallengeHandler.handles(request) }
+
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+        ACMEChallengeHandler.respond(to: request, challenges: challenges)
+    }
+}
+
+/// The association files of the sites (``AssociationFileHandler``); after each answer, the
+/// development fetch log and the record of Apple's and devices' fetches (README, "What Apple
+/// sees").
+struct AssociationFiles: RequestHandler {
+    let development: DevelopmentMode?
+    let appleView: AppleView
+    var recording: ResponseRecording { .logged }
+
+    func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { true }
+
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+        AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache, dev: development != nil)
+    }
+
+    func answered(_ request: HTTPRequest, with response: Response, connection: ConnectionFacts, fetcher: StaticString?,
+                  snapshot: SiteSnapshot) {
+        if let development, AssociationFileHandler.isAssociationPath(request.path) {
+            development.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
+                                       path: String(request.target.prefix(256)), status: response.status, userAgent: request.userAgent ?? "")
+        }
+        // Apple's CDN or a device fetching the AASA file: the access log has read the agent
+        // already; any other request pays one test of nil.
+        if let fetcher, FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown",
+           request.method == .get || request.method == .head {
+            appleView.fetches.record(FetchRecords.fetcher(fetcher), site: response.siteLabel, host: request.host ?? "",
+                                     status: response.status, client: connection.client, snapshot: snapshot)
+        }
+    }
+}
