@@ -27,6 +27,10 @@ public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, Custo
     /// which is not listed here.
     public var urlPath: String { "/.well-known/" + fileName }
 
+    /// Where an AASA file was fetched before `/.well-known/` (iOS 9.2 and earlier; `aasa check`
+    /// tries it when the well-known path fails, and `serve` answers it as the well-known one).
+    public static let legacyAASAPath = "/apple-app-site-association"
+
     /// The `Content-Type` to serve the file with (SPEC 2.1). Apple Pay's file is opaque text
     /// that Apple compares byte for byte; the others are JSON, and both Android's verifier and
     /// WebAuthn clients (§5.11.1) refuse another type.

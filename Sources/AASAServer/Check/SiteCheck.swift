@@ -20,8 +20,8 @@ public struct SiteCheck: Sendable {
         public init() {}
     }
 
-    public static let wellKnownPath = "/.well-known/apple-app-site-association"
-    public static let legacyPath = "/apple-app-site-association"
+    public static let wellKnownPath = AssociationFileKind.aasa.urlPath
+    public static let legacyPath = AssociationFileKind.legacyAASAPath
     /// What Apple's CDN sends (reference 3.7): a server that treats it differently fails here.
     public static let userAgent = "AASA-Bot/1.0.0"
     /// `tls` warns when the certificate expires sooner.

@@ -4,8 +4,8 @@ import AASAHTTP
 /// The association files of the configured sites (SPEC 3.2): picks the site by host, checks
 /// the connection's certificate covers it, and answers with the site's prepared response.
 enum AssociationFileHandler {
-    static let wellKnownPath = "/.well-known/apple-app-site-association"
-    static let rootPath = "/apple-app-site-association"
+    static let wellKnownPath = AssociationFileKind.aasa.urlPath
+    static let rootPath = AssociationFileKind.legacyAASAPath
 
     /// The kind of association file a path names (SPEC 2.1), or nil. The AASA file is also
     /// served at the root, where iOS looked for it before `/.well-known/`.
