@@ -306,11 +306,8 @@ final class Connection: RequestDispatch {
         }
     }
 
-    private static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
-
-    /// Reads until the opening bytes are the HTTP/2 preface or cannot be, then hands them to
-    /// the session they belong to. Nearly always decided on the first read: an HTTP/1.1
-    /// request does not start with `P` unless it is a POST, told apart by its second byte.
+    /// Reads until ``ProtocolSelector`` can tell HTTP/2's preface from HTTP/1.1, then hands the
+    /// bytes to the session they belong to.
     private func readPreface() -> Bool {
         let scratch = loop.scratch
         while stage == .awaitingPreface {
@@ -322,11 +319,10 @@ final class Connection: RequestDispatch {
             default:
                 return false
             }
-            let compared = min(sniffed.count, Connection.preface.count)
-            let isPreface = sniffed[0..<compared].elementsEqual(Connection.preface[0..<compared])
-            if isPreface, compared < Connection.preface.count { continue }
+            let decision = ProtocolSelector.decide(sniffed)
+            if decision == .needMore { continue }
             stage = .open
-            if isPreface, let http2 = loop.http2 {
+            if decision == .http2, let http2 = loop.http2 {
                 start(HTTP2Session(configuration: http2, clock: loop.clock, dispatch: self))
             } else {
                 start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self, mayBeHTTP2Preface: true))
