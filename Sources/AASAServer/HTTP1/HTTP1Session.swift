@@ -126,10 +126,11 @@ final class HTTP1Session: ProtocolSession {
                 compact()
                 return
             case .error(let e) where mayBeHTTP2Preface && requestsServed == 0
-                && (e.status == .httpVersionNotSupported || e.reason == RequestParser.malformedVersion):
-                // No HTTP/1.x client sends another version on its first line, and an HTTP/2
-                // client whose preface is broken cannot read an HTTP/1.1 answer: it gets
-                // HTTP/2's, a connection error PROTOCOL_ERROR (RFC 9113 §3.4), then the close.
+                && (e.status == .httpVersionNotSupported || e.reason == RequestParser.malformedVersion)
+                && input.withUnsafeBytes({ HTTP1Session.isBrokenHTTP2Preface(UnsafeRawBufferPointer(rebasing: $0[start...])) }):
+                // An opening that is no HTTP/1.x request line comes from an HTTP/2 client whose
+                // preface is broken, which cannot read an HTTP/1.1 answer: it gets HTTP/2's, a
+                // connection error PROTOCOL_ERROR (RFC 9113 §3.4), then the close.
                 output.buffer.append(contentsOf: HTTP1Session.goAwayProtocolError)
                 isClosing = true
                 inputStart = input.count
@@ -156,6 +157,26 @@ final class HTTP1Session: ProtocolSession {
             }
         }
         compact()
+    }
+
+    /// The first line begins like HTTP/2's preface (`PRI * HTTP/2.0`), or names no `HTTP/`
+    /// version at all (h2spec's `INVALID CONNECTION PREFACE`). A line with an `HTTP/` version,
+    /// however wrong (`http/1.1`, `HTTP/3.0`, a trailing space), is an HTTP/1.x client's, and
+    /// gets HTTP/1.1's 400 or 505.
+    static func isBrokenHTTP2Preface(_ opening: UnsafeRawBufferPointer) -> Bool {
+        let line = opening.prefix { $0 != 0x0A }
+        if line.starts(with: "PRI * HTTP/2.0".utf8) { return true }
+        let http = Array("http/".utf8)
+        guard line.count >= http.count else { return true }
+        for i in line.startIndex...(line.endIndex - http.count) {
+            var matches = true
+            for k in 0..<http.count where line[i + k] | 0x20 != http[k] {
+                matches = false
+                break
+            }
+            if matches { return false }
+        }
+        return true
     }
 
     private static let crlf: [UInt8] = [0x0D, 0x0A]

@@ -16,11 +16,36 @@ public enum ListenerKind: UInt8, Sendable {
     }
 }
 
-/// One client connection: its transport stages (PROXY header, TLS) and then its protocol
-/// session, glued together. It moves bytes between the ``ByteStream`` and the session and
-/// tells the loop what it waits for; the loop owns the descriptor's registration, the timers
-/// and the close. Touched only by the thread of the loop that accepted it.
-final class Connection: RequestDispatch {
+/// A connection of the server: over its socket.
+typealias ServerConnection = Connection<SocketIO>
+
+/// One client connection as a state machine: its transport stages (PROXY header, TLS) and then
+/// its protocol session. It takes events — readiness, a deadline, a drain — and answers with an
+/// action: wait for these events until this time, or close. Every byte it reads or writes goes
+/// through its ``ConnectionIO``; the loop owns the descriptor's registration, the timers and the
+/// close. Over a fake IO, its stages are unit-tested without sockets. Touched only by the
+/// thread of the loop that accepted it.
+final class Connection<IO: ConnectionIO>: RequestDispatch {
+    /// What the loop tells a connection.
+    enum Event {
+        /// Straight after accept.
+        case start
+        /// The descriptor is ready for these epoll events.
+        case ready(UInt32)
+        /// ``deadline`` passed.
+        case deadline
+        /// The server is stopping.
+        case drain
+    }
+
+    /// What the connection asks of the loop.
+    enum Action: Equatable {
+        /// Wait for these epoll events, until this deadline (then send ``Event/deadline``).
+        case wait(events: UInt32, until: Int64?)
+        /// Done: release it and close the descriptor.
+        case close
+    }
+
     enum Stage {
         /// Waiting for the PROXY protocol header (`--proxy-protocol`), before TLS or HTTP.
         case proxyHeader
@@ -50,7 +75,7 @@ final class Connection: RequestDispatch {
     private unowned(unsafe) let loop: LoopContext
     private(set) var stage: Stage
     private var proxy = ProxyStage()
-    private var stream: ByteStream
+    private(set) var io: IO
     private var session: ProtocolSession?
     private var output = Output()
     /// The first bytes of a plain connection while it may still be the HTTP/2 preface.
@@ -63,22 +88,15 @@ final class Connection: RequestDispatch {
     private var stageDeadline: Int64
     /// When unsent output last made progress.
     private var lastWrite: Int64
-    /// Keeps the certificate store alive while the ServerName callback may read it.
-    private var handshakeStore: CertificateStore?
     /// The address counted against the per-client limit, released when the connection closes.
     private var countedClient: String?
 
-    /// The epoll events registered for it (kept by the loop).
-    var interest: UInt32 = 0
-    /// The time of its live timer entry, if any (kept by the loop).
-    var scheduledAt: Int64?
-
-    init(fd: Int32, serial: UInt64, listener: ListenerKind, client: String, loop: LoopContext) {
+    init(fd: Int32, io: IO, serial: UInt64, listener: ListenerKind, client: String, loop: LoopContext) {
         self.fd = fd
+        self.io = io
         self.serial = serial
         self.loop = loop
         self.facts = ConnectionFacts(listener: listener, client: client, certificate: nil)
-        self.stream = .plain(fd)
         self.lastWrite = loop.clock.now
         if loop.transport.proxyProtocol, listener != .admin {
             stage = .proxyHeader
@@ -105,16 +123,28 @@ final class Connection: RequestDispatch {
         return true
     }
 
+    /// Takes an event and answers what to do next.
+    func handle(_ event: Event) -> Action {
+        let keep: Bool
+        switch event {
+        case .start: keep = start()
+        case .ready(let events): keep = handle(events: events)
+        case .deadline: keep = deadlineReached()
+        case .drain: keep = drain()
+        }
+        return keep ? .wait(events: wantedEvents, until: deadline) : .close
+    }
+
     /// The first turn, straight after accept: with TCP_DEFER_ACCEPT the first bytes are usually
     /// here already. A TLS connection whose ClientHello has not come makes no TLS state yet
     /// (OpenSSL's buffers are some 30 KB): a peek tells, as nginx does.
-    func start() -> Bool {
+    private func start() -> Bool {
         if stage == .awaitingClientHello {
             var probe: UInt8 = 0
-            switch try? syscall("recv", { recv(fd, &probe, 1, Int32(MSG_PEEK)) }) {
-            case .wouldBlock?: return true
-            case .done(let n)? where n > 0: break
-            default: return false
+            switch withUnsafeMutableBytes(of: &probe, { io.peek(into: $0) }) {
+            case .wouldBlock: return true
+            case .bytes: break
+            case .closed: return false
             }
         }
         return handle(events: Epoll.readable)
@@ -124,7 +154,7 @@ final class Connection: RequestDispatch {
     var admitsAtAccept: Bool { stage != .proxyHeader }
 
     /// Handles readiness. Returns false when the connection is finished: the loop closes it.
-    func handle(events: UInt32) -> Bool {
+    private func handle(events: UInt32) -> Bool {
         if events & Epoll.hangup != 0, events & Epoll.readable == 0 { return false }
         switch stage {
         case .proxyHeader:
@@ -175,7 +205,7 @@ final class Connection: RequestDispatch {
     }
 
     /// A deadline passed. Returns false when the connection is to be closed.
-    func deadlineReached() -> Bool {
+    private func deadlineReached() -> Bool {
         guard stage == .open, let session, output.isEmpty else { return false }
         session.deadlineReached(output: &output)
         if session.isClosing, output.isEmpty { return false }
@@ -183,7 +213,7 @@ final class Connection: RequestDispatch {
     }
 
     /// Graceful stop. Returns false when the connection can close now.
-    func drain() -> Bool {
+    private func drain() -> Bool {
         guard stage == .open, let session else { return true }
         session.drain(output: &output)
         if session.isClosing, output.isEmpty { return false }
@@ -194,15 +224,14 @@ final class Connection: RequestDispatch {
     func release() {
         if let countedClient { loop.state.release(countedClient) }
         countedClient = nil
-        stream = .plain(fd)
-        handshakeStore = nil
+        io.dropTLS()
         session = nil
     }
 
     // MARK: - Transport stages
 
     private func readProxyHeader() -> Bool {
-        switch proxy.read(fd, scratch: loop.scratch) {
+        switch proxy.read(&io, scratch: loop.scratch) {
         case .needMore:
             return true
         case .failed(let reason):
@@ -230,32 +259,24 @@ final class Connection: RequestDispatch {
             let certificates = loop.snapshot.certificates
             // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
             let context = certificates.defaultCertificate?.context ?? (loop.state.acme != nil ? PendingChallenges.shared.bootstrapContext.context : nil)
-            guard let context, let tls = try? TLSStream(serverContext: context, fd: fd) else {
+            guard let context, io.startTLS(context: context, certificates: certificates) else {
                 loop.missingCertificate()
                 return false
             }
-            // The ServerName callback reads the store from ex-data slot 0; the reference held
-            // here keeps it alive until the handshake is over.
-            _ = SSL_set_ex_data(tls.ssl, 0, Unmanaged.passUnretained(certificates).toOpaque())
-            handshakeStore = certificates
-            stream = .tls(tls)
             stage = .handshake
         }
-        guard case .tls(let tls) = stream else { return false }
-        switch tls.handshake() {
-        case .done:
+        switch io.handshake() {
+        case .established(let alpn, let certificate):
             loop.state.metrics.tlsHandshakes.add(1, ordering: .relaxed)
             // A TLS-ALPN-01 validation ends with the handshake (RFC 8737 §3).
-            if tls.negotiatedProtocol == PendingChallenges.alpnProtocol {
-                tls.shutdown()
+            if alpn == PendingChallenges.alpnProtocol {
+                io.sendCloseNotify()
                 return false
             }
-            facts.certificate = handshakeStore?.select(serverName: tls.serverName)
-            _ = SSL_set_ex_data(tls.ssl, 0, nil)
-            handshakeStore = nil
+            facts.certificate = certificate
             readNeedsWritable = false
             stage = .open
-            if tls.negotiatedProtocol == "h2", let http2 = loop.http2 {
+            if alpn == "h2", let http2 = loop.http2 {
                 let session = HTTP2Session(configuration: http2, clock: loop.clock, dispatch: self)
                 start(session)
                 // Our SETTINGS go first (RFC 9113 §3.4).
@@ -272,14 +293,15 @@ final class Connection: RequestDispatch {
         case .wantWrite:
             readNeedsWritable = true
             return true
-        case .closed, .failed:
+        case .failed:
+            loop.state.metrics.tlsHandshakeErrors.add(1, ordering: .relaxed)
+            return false
+        case .plainHTTP:
             loop.state.metrics.tlsHandshakeErrors.add(1, ordering: .relaxed)
             // Plain HTTP sent to the TLS port: answer it in plain HTTP, as nginx does, then close.
-            guard tls.receivedPlainHTTP else { return false }
-            stream = .plain(fd)
-            handshakeStore = nil
+            io.dropTLS()
             stage = .open
-            output.buffer.append(contentsOf: Connection.plainHTTPAnswer(date: loop.clock.date))
+            output.buffer.append(contentsOf: Self.plainHTTPAnswer(date: loop.clock.date))
             return flushThenClose()
         }
     }
@@ -311,7 +333,7 @@ final class Connection: RequestDispatch {
     private func readPreface() -> Bool {
         let scratch = loop.scratch
         while stage == .awaitingPreface {
-            switch stream.read(into: scratch.baseAddress!, count: scratch.count) {
+            switch io.read(into: scratch.baseAddress!, count: scratch.count) {
             case .done(let n):
                 sniffed.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             case .wantRead:
@@ -349,13 +371,13 @@ final class Connection: RequestDispatch {
     private func readAndAnswer() -> Bool {
         let scratch = loop.scratch
         while stage == .open, acceptsInput, let session {
-            switch stream.read(into: scratch.baseAddress!, count: scratch.count) {
+            switch io.read(into: scratch.baseAddress!, count: scratch.count) {
             case .done(let n):
                 session.receive(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), output: &output)
                 guard flush() else { return false }
                 // Level-triggered epoll reports more data in the socket; only what TLS has
                 // already read in needs another read now. Saves a read that would block.
-                if n < scratch.count, !stream.hasBufferedInput { return true }
+                if n < scratch.count, !io.hasBufferedInput { return true }
             case .wantRead:
                 return true
             case .wantWrite:
@@ -378,14 +400,14 @@ final class Connection: RequestDispatch {
     private func flush() -> Bool {
         while true {
             while output.sent < output.buffer.count {
-                let r = output.buffer.withUnsafeBytes { stream.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
+                let r = output.buffer.withUnsafeBytes { io.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
                 guard case .done(let n) = r else { return waitForWrite(r) }
                 output.sent += n
                 lastWrite = loop.clock.now
             }
             if let body = output.body {
                 while output.bodySent < body.count {
-                    let r = body.withUnsafeBytes { stream.write($0.baseAddress! + output.bodySent, count: $0.count - output.bodySent) }
+                    let r = body.withUnsafeBytes { io.write($0.baseAddress! + output.bodySent, count: $0.count - output.bodySent) }
                     guard case .done(let n) = r else { return waitForWrite(r) }
                     output.bodySent += n
                     lastWrite = loop.clock.now
@@ -409,7 +431,7 @@ final class Connection: RequestDispatch {
 
     private func flushThenClose() -> Bool {
         while output.sent < output.buffer.count {
-            let r = output.buffer.withUnsafeBytes { stream.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
+            let r = output.buffer.withUnsafeBytes { io.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
             guard case .done(let n) = r else { break }
             output.sent += n
         }
@@ -419,28 +441,19 @@ final class Connection: RequestDispatch {
     /// Everything is written and the session is done: close at once when nothing can be
     /// lost, else shut our side and linger.
     private func startClosing() -> Bool {
-        if case .tls(let tls) = stream { tls.shutdown() }
+        io.sendCloseNotify()
         if let session, !session.lingersOnClose {
             var probe: UInt8 = 0
-            if case .wouldBlock? = try? syscall("recv", { recv(fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) }) {
-                return false
-            }
+            if withUnsafeMutableBytes(of: &probe, { io.peek(into: $0) }) == .wouldBlock { return false }
         }
-        Glibc.shutdown(fd, Int32(SHUT_WR))
+        io.shutdownWrite()
         stage = .lingering
         stageDeadline = loop.clock.now + loop.transport.lingerTimeout
         return true
     }
 
     private func linger() -> Bool {
-        let scratch = loop.scratch
-        while true {
-            switch try? syscall("recv", { recv(fd, scratch.baseAddress, scratch.count, 0) }) {
-            case .done(let n)? where n > 0: continue
-            case .wouldBlock?: return true
-            default: return false
-            }
-        }
+        io.dropIncoming(scratch: loop.scratch)
     }
 
     // MARK: - RequestDispatch

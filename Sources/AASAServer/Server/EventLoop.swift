@@ -31,7 +31,8 @@ final class EventLoop: @unchecked Sendable {
     private let state: ServerState
     private let context: LoopContext
     private let listeners: [Listener]
-    private var connections: [Connection?] = []
+    /// Each open connection by descriptor, with what the loop keeps for it.
+    private var slots: [Slot?] = []
     private var timers = TimerHeap()
     private var generation: Int
     private var nextSerial: UInt64 = 0
@@ -83,7 +84,7 @@ final class EventLoop: @unchecked Sendable {
                 let fd = Int32(truncatingIfNeeded: data & 0xFFFF_FFFF)
                 switch Tag(rawValue: data >> 32) {
                 case .connection?:
-                    if let c = connection(fd) { apply(c, c.handle(events: events[i].events)) }
+                    if let c = connection(fd) { apply(c, c.handle(.ready(events[i].events))) }
                 case .listener?:
                     if let listener = listeners.first(where: { $0.fd == fd }) { accept(listener) }
                 case .wake?:
@@ -102,7 +103,7 @@ final class EventLoop: @unchecked Sendable {
                 if drainStep() { break }
             }
         }
-        for c in connections.compactMap({ $0 }) { closeConnection(c) }
+        for case let slot? in slots { closeConnection(slot.connection) }
         context.flushAccessLog()
     }
 
@@ -115,8 +116,8 @@ final class EventLoop: @unchecked Sendable {
         return Int32(max(0, until - monotonicMilliseconds()))
     }
 
-    private func connection(_ fd: Int32) -> Connection? {
-        Int(fd) < connections.count ? connections[Int(fd)] : nil
+    private func connection(_ fd: Int32) -> ServerConnection? {
+        Int(fd) < slots.count ? slots[Int(fd)]?.connection : nil
     }
 
     private func refreshSnapshot() {
@@ -151,26 +152,25 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             descriptorShortageLogged = false
-            if Int(fd) >= connections.count {
-                connections.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - connections.count + 64))
+            if Int(fd) >= slots.count {
+                slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count + 64))
             }
             nextSerial += 1
-            let c = Connection(fd: fd, serial: nextSerial, listener: listener.kind, client: address.host, loop: context)
-            connections[Int(fd)] = c
+            let c = ServerConnection(fd: fd, io: SocketIO(fd: fd), serial: nextSerial, listener: listener.kind, client: address.host, loop: context)
+            slots[Int(fd)] = Slot(connection: c, interest: Epoll.readable)
             if counted { state.metrics.openConnections.add(1, ordering: .relaxed) }
             // One address may not hold every slot (SPEC 3.3): over its limit, closed at once.
             if c.admitsAtAccept, !c.admitClient() {
                 closeConnection(c)
                 continue
             }
-            c.interest = Epoll.readable
             do {
-                try Epoll.add(epfd, fd, events: c.interest, data: UInt64(UInt32(bitPattern: fd)))
+                try Epoll.add(epfd, fd, events: Epoll.readable, data: UInt64(UInt32(bitPattern: fd)))
             } catch {
                 closeConnection(c)
                 continue
             }
-            apply(c, c.start())
+            apply(c, c.handle(.start))
         }
     }
 
@@ -200,14 +200,23 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Applying what a connection answers
 
-    private func apply(_ c: Connection, _ keep: Bool) {
-        guard keep else {
+    /// What the loop keeps for a connection: the epoll events registered, its deadline, and
+    /// the time of its live timer entry.
+    private struct Slot {
+        let connection: ServerConnection
+        var interest: UInt32
+        var deadline: Int64?
+        var scheduledAt: Int64?
+    }
+
+    private func apply(_ c: ServerConnection, _ action: ServerConnection.Action) {
+        guard case .wait(let want, let deadline) = action else {
             closeConnection(c)
             return
         }
-        let want = c.wantedEvents
-        if want != c.interest {
-            c.interest = want
+        let i = Int(c.fd)
+        if want != slots[i]!.interest {
+            slots[i]!.interest = want
             do {
                 try Epoll.modify(epfd, c.fd, events: want, data: UInt64(UInt32(bitPattern: c.fd)))
             } catch {
@@ -215,35 +224,37 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
         }
+        slots[i]!.deadline = deadline
         schedule(c)
     }
 
-    private func schedule(_ c: Connection) {
-        guard let deadline = c.deadline else { return }
-        if let at = c.scheduledAt, at <= deadline { return }
-        c.scheduledAt = deadline
+    private func schedule(_ c: ServerConnection) {
+        let i = Int(c.fd)
+        guard let deadline = slots[i]!.deadline else { return }
+        if let at = slots[i]!.scheduledAt, at <= deadline { return }
+        slots[i]!.scheduledAt = deadline
         timers.push(TimerHeap.Entry(time: deadline, fd: c.fd, serial: c.serial))
     }
 
     private func expireTimers() {
         let now = context.clock.now
         while let entry = timers.popDue(now) {
-            guard let c = connection(entry.fd), c.serial == entry.serial, c.scheduledAt == entry.time else { continue }
-            c.scheduledAt = nil
-            if let deadline = c.deadline, deadline > now {
+            guard let c = connection(entry.fd), c.serial == entry.serial, slots[Int(entry.fd)]!.scheduledAt == entry.time else { continue }
+            slots[Int(entry.fd)]!.scheduledAt = nil
+            if let deadline = slots[Int(entry.fd)]!.deadline, deadline > now {
                 schedule(c)
             } else {
-                apply(c, c.deadlineReached())
+                apply(c, c.handle(.deadline))
             }
         }
     }
 
-    private func closeConnection(_ c: Connection) {
+    private func closeConnection(_ c: ServerConnection) {
         guard connection(c.fd) === c else { return }
         Epoll.remove(epfd, c.fd)
         c.release()
         close(c.fd)
-        connections[Int(c.fd)] = nil
+        slots[Int(c.fd)] = nil
         if c.facts.listener != .admin { state.metrics.openConnections.subtract(1, ordering: .relaxed) }
         resumeIfRoom()
     }
@@ -258,8 +269,8 @@ final class EventLoop: @unchecked Sendable {
             for l in listeners where l.kind != .admin { Epoll.remove(epfd, l.fd) }
             listenersActive = false
             state.loopsReleasedListeners.add(1, ordering: .releasing)
-            for case let c? in connections where c.facts.listener != .admin {
-                apply(c, c.drain())
+            for case let slot? in slots where slot.connection.facts.listener != .admin {
+                apply(slot.connection, slot.connection.handle(.drain))
             }
         }
         // Every loop stays until the last client connection of any loop is done, so the admin

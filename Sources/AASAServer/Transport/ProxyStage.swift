@@ -3,7 +3,7 @@ import AASAHTTP
 import Glibc
 #endif
 
-/// Reads a PROXY protocol header (SPEC 3.7) in front of TLS or HTTP without reading past it:
+/// Reads a PROXY protocol header (README, "Behind a load balancer") in front of TLS or HTTP without reading past it:
 /// the bytes after it belong to the next layer. It peeks, then consumes only what the parser
 /// says is header; a header split across reads is kept until it is whole.
 struct ProxyStage {
@@ -17,13 +17,12 @@ struct ProxyStage {
 
     private var partial: [UInt8] = []
 
-    mutating func read(_ fd: Int32, scratch: UnsafeMutableRawBufferPointer) -> Outcome {
+    mutating func read(_ io: inout some ConnectionIO, scratch: UnsafeMutableRawBufferPointer) -> Outcome {
         let n: Int
-        switch try? syscall("recv", { recv(fd, scratch.baseAddress, scratch.count, Int32(MSG_PEEK)) }) {
-        case .wouldBlock?: return .needMore
-        case .done(let count)? where count > 0: n = count
-        case .done?: return .failed("closed before the PROXY header")
-        case nil: return .failed(String(cString: strerror(errno)))
+        switch io.peek(into: scratch) {
+        case .wouldBlock: return .needMore
+        case .bytes(let count): n = count
+        case .closed: return .failed("closed before the PROXY header")
         }
         let peeked = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
         let result = partial.isEmpty ? ProxyHeader.parse(peeked) : (partial + peeked).withUnsafeBytes { ProxyHeader.parse($0) }
@@ -31,13 +30,13 @@ struct ProxyStage {
         case .needMore:
             // Everything seen so far is header (the parser never asks for more than that).
             partial.append(contentsOf: peeked)
-            _ = try? syscall("recv", { recv(fd, scratch.baseAddress, n, 0) })
+            io.discard(n)
             return .needMore
         case .invalid(let reason):
             return .failed(reason)
         case .header(let source, let length):
             let rest = length - partial.count
-            _ = try? syscall("recv", { recv(fd, scratch.baseAddress, rest, 0) })
+            io.discard(rest)
             partial = []
             switch source {
             case .inet(let host, _): return .done(client: host)
