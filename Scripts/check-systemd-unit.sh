@@ -3,7 +3,7 @@
 # Checks a copy of UNIT, its ExecStart pointed at BINARY, with `systemd-analyze verify`. verify
 # reports a bad value or an unknown key as a message and still exits 0, so any message fails.
 # With MANPATH, verify also finds the man page that Documentation= names; without, that is skipped.
-# The directives the README promises are checked to be there.
+# The directives docs/deployment.md ("Install on a host") promises are checked to be there.
 set -euo pipefail
 unit=$1 binary=$2 manpath=${3:-}
 

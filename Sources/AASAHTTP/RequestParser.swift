@@ -1,4 +1,5 @@
-/// Limits on what a client may send (SPEC 3.3). The defaults are the contract.
+/// Limits on what a client may send (docs/serving.md, "HTTP/1.1 and limits"). The defaults are the
+/// contract.
 public struct HTTPLimits: Sendable {
     /// A request line longer than this is answered with 414.
     public var maxRequestLine = 8 * 1024

@@ -15,7 +15,8 @@ struct AASA: ParsableCommand {
         subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, EntitlementsCommand.self, HealthCommand.self, DevCertsCommand.self]
     )
 
-    /// SPEC: exit 2 for bad usage. ArgumentParser uses EX_USAGE (64) for that; map it here.
+    /// Every command exits 2 for bad usage (docs/validation.md, docs/check.md). ArgumentParser uses
+    /// EX_USAGE (64) for that; map it here.
     static func main() {
         openMissingStandardDescriptors()
         var parsed: ParsableCommand.Type?

@@ -2,7 +2,7 @@ import AASACore
 
 /// The words for each rule that code-scanning reports show beside a finding (SARIF's
 /// `reportingDescriptor`: `shortDescription`, `fullDescription`, `help`). The texts are those of
-/// the README's rules tables, where every code is documented.
+/// the rules tables of docs/validation.md, where every code is documented.
 extension DiagnosticCode {
     /// A title of a few words.
     var title: String {
@@ -70,7 +70,7 @@ extension DiagnosticCode {
         }
     }
 
-    /// What the rule finds, as the README's rules tables say it.
+    /// What the rule finds, as the rules tables of docs/validation.md say it.
     var explanation: String {
         switch self {
         case .fileTooLarge: return "The file is over its size limit: 131 072 bytes (128 KB, where swcd stops reading an apple-app-site-association file) for the JSON files, 65 536 bytes for the merchant ID file. Reported at 1:1."
@@ -141,6 +141,6 @@ extension DiagnosticCode {
         let consequence = severity == .error
             ? "An error: `aasa serve` does not serve this version of the file (a good version it served before keeps serving), and `aasa validate` exits 1."
             : "A warning: the file is served; `aasa validate --strict` counts it as an error."
-        return "\(explanation) \(consequence) Every rule is listed, by its code `\(rawValue)`, in the README of aasa, section \"Rules\"."
+        return "\(explanation) \(consequence) Every rule is listed, by its code `\(rawValue)`, in aasa's docs/validation.md, section \"Rules\"."
     }
 }

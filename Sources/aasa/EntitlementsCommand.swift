@@ -127,7 +127,7 @@ struct EntitlementsCommand: ParsableCommand {
         return domains.map { text, domain in
             let host = domain.fileHost
             // The server's lookup: exact, then wildcard, and a wildcard folder also serves its base
-            // name when that has no folder of its own (SPEC 2).
+            // name when that has no folder of its own (docs/serving.md, "Config directory").
             guard let file = index.lookup(host)?.value else {
                 let place = "\(config)/\(host)/apple-app-site-association"
                 let why = domain.isWildcard ? "; iOS fetches the file for *.\(host) from \(host) itself (TN3155)" : ""

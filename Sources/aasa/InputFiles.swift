@@ -44,15 +44,16 @@ enum InputFiles {
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// A site folder of a config directory (SPEC section 2).
+    /// A site folder of a config directory (docs/serving.md, "Config directory").
     struct Site {
         var name: SiteName
-        /// The site's `apple-app-site-association` file (it may not exist: SPEC 2.1).
+        /// The site's `apple-app-site-association` file (it may not exist: docs/serving.md, "Config
+        /// directory").
         var file: String
         var folder: String
     }
 
-    /// The association files (SPEC 2.1) present in a site folder, in the order of
+    /// The association files (docs/validation.md) present in a site folder, in the order of
     /// `AssociationFileKind.allCases`. Symlinks are followed, as the server follows them.
     static func associationFiles(in folder: String) -> [(kind: AssociationFileKind, path: String)] {
         let prefix = folder.hasSuffix("/") ? folder : folder + "/"

@@ -77,8 +77,9 @@ struct MatchCommand: ParsableCommand {
         for d in file.diagnostics {
             findings += "\(path):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n"
         }
-        // SPEC 5: a device's JSON parser rejects the whole file at the first syntax error, even
-        // where ours recovers to report more, so there is nothing a device would match.
+        // docs/validation.md, `aasa match`: a device's JSON parser rejects the whole file at the
+        // first syntax error, even where ours recovers to report more, so there is nothing a device
+        // would match.
         if file.diagnostics.contains(where: { $0.code.isJSONSyntaxError }) || file.document == nil {
             let why = file.document == nil && !file.diagnostics.contains(where: { $0.code.isJSONSyntaxError })
                 ? "is not a JSON object" : "is not valid JSON"

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// `aasa serve --acme` against Pebble (SPEC 3.10): real orders, real validations over loopback.
+/// `aasa serve --acme` against Pebble (docs/acme.md): real orders, real validations over loopback.
 @Suite(.serialized) struct ACMETests {
     static let hosts = ["one.acme.test", "two.acme.test", "three.acme.test"]
 
@@ -64,7 +64,7 @@ import Glibc
         let server = try startServer(pebble, ports: ports)
         #expect(waitForCertificates(server, ACMETests.hosts), "\(server.log)")
         try checkServed(server, hosts: ACMETests.hosts, root: try pebble.issuingRoot())
-        // SPEC 3.10 storage: the certbot layout, keys 0600, the account beside them.
+        // docs/acme.md, storage: the certbot layout, keys 0600, the account beside them.
         for host in ACMETests.hosts {
             var st = stat()
             #expect(stat(server.certs.appendingPathComponent("\(host)/privkey.pem").path, &st) == 0 && st.st_mode & 0o777 == 0o600)
@@ -265,7 +265,7 @@ import Glibc
     }
 
     /// Behind a TCP balancer that sends PROXY headers (haproxy, as in deploy/haproxy): the CA
-    /// reaches aasa through it, and both challenge types still work (SPEC 3.10).
+    /// reaches aasa through it, and both challenge types still work (docs/acme.md).
     @Test(arguments: ["tls-alpn-01", "http-01"])
     func bothChallengesWorkBehindABalancerWithProxyProtocol(challenge: String) throws {
         let ports = try freePorts()

@@ -7,7 +7,7 @@ import Glibc
 private let wellKnown = "/.well-known/apple-app-site-association"
 private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/old/*"}]}]}}"#
 
-/// `aasa serve`'s view of Apple's CDN (README, "What Apple sees"): the watch against a fake CDN
+/// `aasa serve`'s view of Apple's CDN (docs/apple-view.md): the watch against a fake CDN
 /// on loopback, the fetch record, and what `/status`, `/metrics` and the log say of them.
 @Suite(.serialized) struct CDNWatchTests {
     /// The fake CDN behind TLS with a certificate for 127.0.0.1 from the test CA.

@@ -99,7 +99,7 @@ private let file = #"""
         #expect(r.status == 1)
         #expect(r.stdout.hasPrefix("ZZZZZ99999.com.typo: no_match (not listed: the file's applinks apps are ABCDE12345.com.example.app, ABCDE12345.com.example.other)"))
         let json = try #require(try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "ZZZZZ99999.com.typo", "--format", "json"]).json()["results"] as? [[String: Any]])
-        #expect(json.first?["decision"] as? String == "no_match", "the JSON decision values stay those of SPEC 5")
+        #expect(json.first?["decision"] as? String == "no_match", "the JSON decision values stay those of docs/validation.md")
     }
 
     @Test func aJSONSyntaxErrorIsExitTwoEvenWhenTheParserRecovers() throws {

@@ -11,7 +11,8 @@ let assetLinks = """
 let webAuthn = #"{"origins": ["https://example.co.uk", "https://example.de"]}"#
 let merchantID = "7B227073704964223A2239353742454139314138383637463645\n"
 
-/// Every association file a site folder holds, served beside the AASA file (SPEC 2.1).
+/// Every association file a site folder holds, served beside the AASA file (docs/serving.md,
+/// "Responses").
 @Suite struct ServeAssociationFilesTests {
     static func request(_ path: String, host: String = "example.com", method: String = "GET", extra: String = "") -> String {
         "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n\(extra)Connection: close\r\n\r\n"

@@ -5,10 +5,11 @@ import Testing
 import Glibc
 #endif
 
-/// Hostile HTTP/2 clients against the real server (SPEC 3.9), from `Tests/h2/hostile.py` (the
-/// Python `h2` package, installed by `make test-deps`): each case over TLS with ALPN h2 and over
-/// h2c on the plain listener, with curl served on another connection while the attack connection
-/// is open. One worker, so the attacker and the other client share the event loop.
+/// Hostile HTTP/2 clients against the real server (docs/serving.md, "HTTP/2"), from
+/// `Tests/h2/hostile.py` (the Python `h2` package, installed by `make test-deps`): each case over
+/// TLS with ALPN h2 and over h2c on the plain listener, with curl served on another connection
+/// while the attack connection is open. One worker, so the attacker and the other client share the
+/// event loop.
 @Suite(.serialized) struct ServeHTTP2HostileTests {
     @Test func rapidResetGetsGoAwayEnhanceYourCalm() throws {
         try attack("rapid-reset", answers: ["GOAWAY ENHANCE_YOUR_CALM", "(last stream 201)"])

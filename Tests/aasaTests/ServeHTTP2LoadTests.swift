@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// h2load (Debian `nghttp2-client`) over TLS while the site file is rewritten, and while the
-/// server is told to stop (SPEC 3.9: graceful shutdown sends GOAWAY, finishes the streams in
-/// flight, then closes).
+/// server is told to stop (docs/serving.md, "HTTP/2": graceful shutdown sends GOAWAY, finishes the
+/// streams in flight, then closes).
 @Suite struct ServeHTTP2LoadTests {
     @Test func noStreamFailsWhileTheSiteFileIsRewrittenTwentyTimes() throws {
         try #require(FileManager.default.isExecutableFile(atPath: h2loadPath), "h2load is missing: make test-deps installs nghttp2-client")

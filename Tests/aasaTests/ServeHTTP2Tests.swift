@@ -5,8 +5,8 @@ import Testing
 import Glibc
 #endif
 
-/// HTTP/2 against the real server (SPEC 3.9): ALPN h2 over TLS, prior knowledge on --http, the
-/// same responses as HTTP/1.1, and h2load with no failed request.
+/// HTTP/2 against the real server (docs/serving.md, "HTTP/2"): ALPN h2 over TLS, prior knowledge on
+/// --http, the same responses as HTTP/1.1, and h2load with no failed request.
 @Suite struct ServeHTTP2Tests {
     @Test func everyResponseOfHTTP1IsTheSameOverHTTP2WithTLS() throws {
         let server = try ServerProcess(workers: 1)

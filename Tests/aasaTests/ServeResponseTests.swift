@@ -57,8 +57,8 @@ private let wellKnown = "/.well-known/apple-app-site-association"
         #expect(alpn.stdout.contains("Cipher is TLS_AES_128_GCM_SHA256"), "\(alpn.stdout)")
     }
 
-    /// Session tickets are on (SPEC 3.1): one TLS 1.3 ticket per full handshake, and a session
-    /// resumes under TLS 1.3 and TLS 1.2.
+    /// Session tickets are on (docs/serving.md, "Certificates"): one TLS 1.3 ticket per full
+    /// handshake, and a session resumes under TLS 1.3 and TLS 1.2.
     @Test func sessionsResumeFromOneTicket() throws {
         let directory = try TemporaryDirectory()
         let request = "GET \(wellKnown) HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"

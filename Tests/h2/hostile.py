@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile HTTP/2 clients against a running `aasa serve` (SPEC 3.9), over real loopback sockets.
+"""Hostile HTTP/2 clients against a running `aasa serve` (docs/serving.md, "HTTP/2"), over real loopback sockets.
 
 Each case attacks one connection, reads the server's protocol answer (GOAWAY with its error code,
 or RST_STREAM), and meanwhile has curl fetch the association file on another connection: it must
@@ -671,7 +671,7 @@ def request_body_over_64k(case):
 
 def never_reads(case):
     """Clients that open windows wide (2^31-1), ask for the largest file 100 times each, and never
-    read a byte: the server may buffer only a bounded amount per connection (SPEC 3.9), so its
+    read a byte: the server may buffer only a bounded amount per connection (docs/serving.md, "HTTP/2"), so its
     resident memory stays far below what the responses add up to."""
     opts = case.opts
     connections, streams = opts.never_read_connections, 100

@@ -1,6 +1,7 @@
-/// The association files a site may host (SPEC 2.1): Apple's `apple-app-site-association`,
-/// Android's `assetlinks.json`, Apple Pay's merchant domain file and WebAuthn's related origins.
-/// Each kind knows its file name in a site folder, the path it is served at and its content type.
+/// The association files a site may host (docs/serving.md, "Config directory"): Apple's
+/// `apple-app-site-association`, Android's `assetlinks.json`, Apple Pay's merchant domain file and
+/// WebAuthn's related origins. Each kind knows its file name in a site folder, the path it is
+/// served at and its content type.
 public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
     /// `apple-app-site-association` (universal links, shared web credentials, App Clips, Handoff).
     case aasa
@@ -23,17 +24,17 @@ public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, Custo
     }
 
     /// The request path the file is served at. Every kind lives under `/.well-known/` (RFC 8615);
-    /// an AASA file is also fetched at the legacy `/apple-app-site-association` (SPEC 3.2),
-    /// which is not listed here.
+    /// an AASA file is also fetched at the legacy `/apple-app-site-association` (docs/serving.md,
+    /// "Responses"), which is not listed here.
     public var urlPath: String { "/.well-known/" + fileName }
 
     /// Where an AASA file was fetched before `/.well-known/` (iOS 9.2 and earlier; `aasa check`
     /// tries it when the well-known path fails, and `serve` answers it as the well-known one).
     public static let legacyAASAPath = "/apple-app-site-association"
 
-    /// The `Content-Type` to serve the file with (SPEC 2.1). Apple Pay's file is opaque text
-    /// that Apple compares byte for byte; the others are JSON, and both Android's verifier and
-    /// WebAuthn clients (§5.11.1) refuse another type.
+    /// The `Content-Type` to serve the file with (docs/serving.md, "Responses"). Apple Pay's file
+    /// is opaque text that Apple compares byte for byte; the others are JSON, and both Android's
+    /// verifier and WebAuthn clients (§5.11.1) refuse another type.
     public var contentType: String {
         switch self {
         case .aasa, .assetLinks, .webAuthn: return "application/json"
@@ -45,7 +46,7 @@ public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, Custo
     /// - AASA: swcd stops reading after 128 KB (reference 1.9).
     /// - assetlinks.json and webauthn: no published limit; 128 KB, like AASA, is far above
     ///   any real file (1 000 origins of 100 bytes is 100 KB) and bounds what is held in memory.
-    /// - merchant ID: 64 KiB (SPEC 2.1); Apple's file is a few kilobytes of hex.
+    /// - merchant ID: 64 KiB (docs/validation.md); Apple's file is a few kilobytes of hex.
     public var maximumSize: Int {
         switch self {
         case .aasa: return AASAFile.maximumSize

@@ -12,9 +12,9 @@ struct WebAuthnReader {
         sink = DiagnosticSink(map: map)
     }
 
-    /// SPEC 2.1's bound. §5.11.1 only requires clients to honour five distinct registrable
-    /// domain labels (Chrome and Firefox stop there), so real files are short; a file with
-    /// thousands of entries is a generated mistake.
+    /// The bound of docs/validation.md, "Rules for `webauthn`". §5.11.1 only requires clients to
+    /// honour five distinct registrable domain labels (Chrome and Firefox stop there), so real
+    /// files are short; a file with thousands of entries is a generated mistake.
     static let maximumOrigins = 1_000
 
     mutating func read(_ root: JSONValue) {

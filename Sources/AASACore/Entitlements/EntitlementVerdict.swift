@@ -1,4 +1,4 @@
-/// The outcome for one entitlement string (SPEC 8).
+/// The outcome for one entitlement string (docs/check.md, `aasa entitlements`).
 public enum EntitlementResult: String, Sendable {
     case ok
     case invalidEntitlement = "invalid-entitlement"

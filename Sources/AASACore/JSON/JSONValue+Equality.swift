@@ -2,7 +2,7 @@ extension JSONValue {
     /// Whether two values mean the same to a reader: objects compared as sets of members (key
     /// order and, for duplicate keys, the shadowed occurrences do not matter), arrays in order,
     /// numbers by value. Source positions are ignored. Used to compare the CDN's copy of a file
-    /// with the origin's (SPEC 7, `cdn`).
+    /// with the origin's (docs/check.md, `aasa check`, its `cdn` step).
     public func isSameValue(as other: JSONValue) -> Bool {
         switch (kind, other.kind) {
         case (.object, .object):

@@ -1,6 +1,6 @@
 extension JSONWriter {
     /// Diagnostics as `[{"severity","code","message","line","column","jsonPath"}]`, the shape of
-    /// `aasa validate --format json` (SPEC 4), also used by the server's dashboard.
+    /// `aasa validate --format json` (docs/validation.md), also used by the server's dashboard.
     public mutating func write(_ diagnostics: [Diagnostic]) {
         beginArray()
         for d in diagnostics {
@@ -17,9 +17,9 @@ extension JSONWriter {
     }
 
     /// Decisions as `[{"app","decision","detail","component","rule","pattern"}]`, the shape of
-    /// `aasa match --format json` (SPEC 5), also used by the dashboard's URL tester. `component`
-    /// is also the index of a legacy `paths` entry; `rule` says which (`"component"`, `"path"`, or
-    /// null when nothing matched) and `pattern` quotes a legacy path as written.
+    /// `aasa match --format json` (docs/validation.md), also used by the dashboard's URL tester.
+    /// `component` is also the index of a legacy `paths` entry; `rule` says which (`"component"`,
+    /// `"path"`, or null when nothing matched) and `pattern` quotes a legacy path as written.
     public mutating func write(_ decisions: [AppDecision], in document: AASADocument) {
         beginArray()
         for r in decisions {

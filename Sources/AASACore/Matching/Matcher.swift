@@ -65,7 +65,8 @@ extension AASADocument {
 }
 
 /// What decided an ``AppDecision``: a component, or a legacy `paths` entry (whose index is the
-/// decision's `component`, SPEC 5), named so that text output can say which.
+/// decision's `component`, docs/validation.md, `aasa match`), named so that text output can say
+/// which.
 public enum DecidingRule: Sendable, Equatable {
     case component(Int)
     /// The entry's index in `paths` and its text as written (`NOT ` included).

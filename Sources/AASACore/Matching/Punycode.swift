@@ -1,7 +1,7 @@
 /// Punycode (RFC 3492) for host names: devices compare hosts in their ASCII form, and site
-/// folders are named in it (reference 2.1, SPEC 2), so a URL typed as `https://bücher.example/`
-/// is matched as `xn--bcher-kva.example`. Labels are lower-cased first; the full IDNA mapping
-/// (UTS #46) is not applied.
+/// folders are named in it (reference 2.1, docs/serving.md, "Config directory"), so a URL typed as
+/// `https://bücher.example/` is matched as `xn--bcher-kva.example`. Labels are lower-cased first;
+/// the full IDNA mapping (UTS #46) is not applied.
 public enum Punycode {
     private static let base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700, initialBias = 72, initialN = 128
 

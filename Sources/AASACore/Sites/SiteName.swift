@@ -1,6 +1,6 @@
 /// The name of a site folder in a config directory: a host name (`example.com`) or a wildcard
 /// (`*.example.org`: any subdomain of any depth and, through ``SiteIndex``, `example.org` itself
-/// when it has no folder of its own). SPEC section 2.
+/// when it has no folder of its own). See docs/serving.md, "Config directory".
 public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The host, or for a wildcard the suffix after `*.`.
     public let host: String

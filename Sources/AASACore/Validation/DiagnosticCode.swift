@@ -51,7 +51,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case encodedPatternNotDecoded = "encoded-pattern-with-percent-encoded-false"
     case lowercasePercentEscape = "lowercase-percent-escape"
 
-    // The other association files a site may host (SPEC 2.1). Generic codes above (`bom`,
+    // The other association files a site may host (docs/validation.md). Generic codes above (`bom`,
     // `file-too-large`, `empty-file`, `unknown-key`, `wrong-type`, `missing-key`, `empty-list`
     // and the JSON syntax codes) keep their meaning and severity in every kind of file.
     case rootNotArray = "root-not-array"

@@ -3,7 +3,7 @@ import AASAHTTP
 
 /// What Apple sees of each site, beside what the server serves: the last fetches by Apple's
 /// CDN and by devices, the copy the CDN holds (when the watch is on), and both told as one
-/// story (README, "What Apple sees").
+/// story (docs/apple-view.md).
 final class AppleView: Sendable {
     let fetches = FetchRecords()
     /// nil with `--cdn-watch off`.

@@ -4,7 +4,7 @@ import AASACore
 /// machine (no threads, no sockets, no clock of its own), driven by ``CDNWatch`` and by the
 /// tests with a fake clock. Monotonic times are in microseconds, wall times in milliseconds.
 ///
-/// The rules (README, "What Apple sees"): site k of S is first checked about k·interval/S after
+/// The rules (docs/apple-view.md): site k of S is first checked about k·interval/S after
 /// start; a site added later within min(60 s, interval); then once per interval, except that a
 /// `stale` copy whose answer carried `max-age` M and `Age` A is checked again after
 /// max(M − A, interval/10), when the CDN itself will have refreshed it. Starts are at least

@@ -1,7 +1,7 @@
 import AASACore
 import AASAHTTP
 
-/// What the CDN watch knows of one site's copy at Apple's CDN (README, "What Apple sees"), as
+/// What the CDN watch knows of one site's copy at Apple's CDN (docs/apple-view.md), as
 /// `/status` shows it. Times are wall-clock milliseconds.
 public struct CDNStatus: Sendable, Equatable {
     public enum State: String, Sendable, CaseIterable {

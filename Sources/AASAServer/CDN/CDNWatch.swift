@@ -4,7 +4,7 @@ import AASAHTTP
 import Glibc
 #endif
 
-/// `--cdn-watch` and its settings (README, "What Apple sees").
+/// `--cdn-watch` and its settings (docs/apple-view.md).
 public struct CDNWatchConfiguration: Sendable {
     /// `--cdn-base`: where Apple's CDN is; each site is asked at `{base}/a/v1/HOST`.
     public var base = HTTPURL(isSecure: true, host: "app-site-association.cdn-apple.com")
@@ -61,8 +61,8 @@ final class CDNWatch: Sendable {
     }
 
     /// The sites to watch in a snapshot: each that serves an AASA file, a `*.` site as its base
-    /// name where it serves that name (README: the file iOS fetches for `applinks:*.example.org`
-    /// is example.org's, TN3155).
+    /// name where it serves that name (docs/apple-view.md: the file iOS fetches for
+    /// `applinks:*.example.org` is example.org's, TN3155).
     static func watched(_ snapshot: SiteSnapshot) -> [CDNSchedule.Watched] {
         var out: [CDNSchedule.Watched] = []
         out.reserveCapacity(snapshot.sites.count)

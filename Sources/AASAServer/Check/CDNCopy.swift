@@ -1,8 +1,8 @@
 import AASACore
 
 /// The copy Apple's CDN holds against the origin's file, compared as parsed values: the one
-/// comparison behind `aasa check`'s `cdn` step and the server's CDN watch (README, "What Apple
-/// sees"), so both name the same apps and keys.
+/// comparison behind `aasa check`'s `cdn` step and the server's CDN watch (docs/apple-view.md), so
+/// both name the same apps and keys.
 enum CDNCopy {
     enum Comparison: Equatable, Sendable {
         /// The CDN answered with a body that is not JSON.

@@ -1,6 +1,6 @@
 import AASACore
 
-/// One of `aasa check`'s eight verdicts (README, `aasa check`).
+/// One of `aasa check`'s eight verdicts (docs/check.md).
 public enum CheckStatus: String, Sendable {
     case pass
     case warn

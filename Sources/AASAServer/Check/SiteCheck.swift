@@ -5,7 +5,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// `aasa check`: a live host as Apple's CDN sees it, then what the CDN holds (README, `aasa check`).
+/// `aasa check`: a live host as Apple's CDN sees it, then what the CDN holds (docs/check.md).
 public struct SiteCheck: Sendable {
     public struct Options: Sendable {
         /// `--app`, repeatable.

@@ -4,9 +4,10 @@ import COpenSSL
 import Glibc
 #endif
 
-/// The development CA and leaf certificate of `--dev` (SPEC 3.8), made in process with
-/// libcrypto: `DIR/ca/ca.pem` + `ca.key` (never served), and `DIR/aasa-dev.crt` + `aasa-dev.key`
-/// for every site plus `localhost`, `127.0.0.1` and `::1`. EC P-256 keys, written with mode 0600.
+/// The development CA and leaf certificate of `--dev` (docs/development-mode.md), made in process
+/// with libcrypto: `DIR/ca/ca.pem` + `ca.key` (never served), and `DIR/aasa-dev.crt` +
+/// `aasa-dev.key` for every site plus `localhost`, `127.0.0.1` and `::1`. EC P-256 keys, written
+/// with mode 0600.
 public struct DevelopmentCertificates: Sendable {
     public let directory: String
 
@@ -33,8 +34,8 @@ public struct DevelopmentCertificates: Sendable {
 
     /// The DNS names the leaf must carry for these sites. A wildcard site `*.example.org` needs
     /// `*.example.org` and `example.org`: it also serves its base name, which is where iOS fetches
-    /// the file for `applinks:*.example.org` (SPEC 2). A TLS wildcard covers one label only, so
-    /// `a.b.example.org` is not covered; such hosts can be added with `dev-certs --name`.
+    /// the file for `applinks:*.example.org` (docs/serving.md). A TLS wildcard covers one label
+    /// only, so `a.b.example.org` is not covered; such hosts can be added with `dev-certs --name`.
     public static func dnsNames(for sites: [SiteName]) -> [String] {
         var names = ["localhost"]
         for site in sites {

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// The most recent AASA fetches, for the development dashboard (SPEC 3.8). Only recorded in
-/// `--dev`, so the production hot path never takes this lock.
+/// The most recent AASA fetches, for the development dashboard (docs/development-mode.md). Only
+/// recorded in `--dev`, so the production hot path never takes this lock.
 final class FetchLog: Sendable {
     struct Fetch: Sendable {
         var timeMilliseconds: Int64

@@ -1,6 +1,7 @@
 import AASAHTTP
 
-/// HTTP/1.1 settings (SPEC 3.3), handed to every ``HTTP1Session``. Times in milliseconds.
+/// HTTP/1.1 settings (docs/serving.md, "HTTP/1.1 and limits"), handed to every ``HTTP1Session``.
+/// Times in milliseconds.
 public struct HTTP1Configuration: Sendable {
     /// Request line and header section limits, checked as bytes arrive.
     public var limits = HTTPLimits()

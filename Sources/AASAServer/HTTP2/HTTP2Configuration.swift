@@ -1,5 +1,5 @@
-/// Limits of the HTTP/2 layer (SPEC 3.9), handed to each ``HTTP2Session``. The defaults are
-/// the contract; tests and the fuzzer lower them to reach the edges quickly.
+/// Limits of the HTTP/2 layer (docs/serving.md, "HTTP/2"), handed to each ``HTTP2Session``. The
+/// defaults are the contract; tests and the fuzzer lower them to reach the edges quickly.
 struct HTTP2Configuration: Sendable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS. nghttp2 refuses a stream beyond it (RST_STREAM
     /// REFUSED_STREAM before our SETTINGS is acknowledged, a connection error after).

@@ -4,10 +4,10 @@ import CNghttp2
 import Glibc
 #endif
 
-/// The HTTP/2 side of a connection (RFC 9113, SPEC 3.9): libnghttp2 does the framing, HPACK
-/// and flow control in memory; this class feeds it the bytes read, answers each complete
-/// request stream through the ``RequestDispatch``, and moves the frames nghttp2 produces into
-/// the connection's ``Output`` — never more than the high-water mark at a time. It adds the
+/// The HTTP/2 side of a connection (RFC 9113; docs/serving.md, "HTTP/2"): libnghttp2 does the
+/// framing, HPACK and flow control in memory; this class feeds it the bytes read, answers each
+/// complete request stream through the ``RequestDispatch``, and moves the frames nghttp2 produces
+/// into the connection's ``Output`` — never more than the high-water mark at a time. It adds the
 /// limits nghttp2 1.52 lacks: header block size and CONTINUATION count, request body size,
 /// rapid reset and frame floods (token buckets), idle and stall timeouts.
 ///
@@ -474,8 +474,8 @@ final class HTTP2Session: ProtocolSession {
         submit(response, on: id, stream)
     }
 
-    /// RST_STREAM CANCEL: a body over the limit (SPEC 3.9). The stream stays in the table,
-    /// marked, until nghttp2 closes it as the frame goes out.
+    /// RST_STREAM CANCEL: a body over the limit (docs/serving.md, "HTTP/2"). The stream stays in
+    /// the table, marked, until nghttp2 closes it as the frame goes out.
     private func refuse(_ id: Int32, _ stream: HTTP2Stream) {
         guard !stream.isRefused else { return }
         stream.isRefused = true

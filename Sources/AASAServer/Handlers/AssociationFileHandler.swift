@@ -1,14 +1,15 @@
 import AASACore
 import AASAHTTP
 
-/// The association files of the configured sites (SPEC 3.2): picks the site by host, checks
-/// the connection's certificate covers it, and answers with the site's prepared response.
+/// The association files of the configured sites (docs/serving.md, "Responses"): picks the site by
+/// host, checks the connection's certificate covers it, and answers with the site's prepared
+/// response.
 enum AssociationFileHandler {
     static let wellKnownPath = AssociationFileKind.aasa.urlPath
     static let rootPath = AssociationFileKind.legacyAASAPath
 
-    /// The kind of association file a path names (SPEC 2.1), or nil. The AASA file is also
-    /// served at the root, where iOS looked for it before `/.well-known/`.
+    /// The kind of association file a path names (docs/serving.md, "Responses"), or nil. The AASA
+    /// file is also served at the root, where iOS looked for it before `/.well-known/`.
     static func kind(of path: String) -> AssociationFileKind? {
         // Compared by length first: nearly every request is for the AASA file.
         switch path.utf8.count {

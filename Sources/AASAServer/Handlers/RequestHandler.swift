@@ -111,8 +111,7 @@ struct ChallengeHandler: RequestHandler {
 }
 
 /// The association files of the sites (``AssociationFileHandler``); after each answer, the
-/// development fetch log and the record of Apple's and devices' fetches (README, "What Apple
-/// sees").
+/// development fetch log and the record of Apple's and devices' fetches (docs/apple-view.md).
 struct AssociationFiles: RequestHandler {
     let development: DevelopmentMode?
     let appleView: AppleView

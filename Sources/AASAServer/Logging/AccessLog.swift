@@ -4,8 +4,9 @@ import AASAHTTP
 import Glibc
 #endif
 
-/// One access-log line per request on stdout (SPEC 3.6). Each loop collects the lines of one
-/// turn of its loop and hands them over at once, so logging costs one copy per batch.
+/// One access-log line per request on stdout (docs/serving.md, "Logs and signals"). Each loop
+/// collects the lines of one turn of its loop and hands them over at once, so logging costs one
+/// copy per batch.
 ///
 /// A line is written as bytes straight into memory reserved for its longest possible form (every
 /// quoted byte escaped), through a ``LineWriter`` that checks nothing per byte: no String is

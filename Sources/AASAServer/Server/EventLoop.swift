@@ -159,7 +159,8 @@ final class EventLoop: @unchecked Sendable {
             let c = ServerConnection(fd: fd, io: SocketIO(fd: fd), serial: nextSerial, listener: listener.kind, client: address.host, loop: context)
             slots[Int(fd)] = Slot(connection: c, interest: Epoll.readable)
             if counted { state.metrics.openConnections.add(1, ordering: .relaxed) }
-            // One address may not hold every slot (SPEC 3.3): over its limit, closed at once.
+            // One address may not hold every slot (`--max-connections-per-client`,
+            // docs/serving.md): over its limit, closed at once.
             if c.admitsAtAccept, !c.admitClient() {
                 closeConnection(c)
                 continue

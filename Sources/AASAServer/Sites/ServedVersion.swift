@@ -26,7 +26,8 @@ public final class ServedVersion: Sendable {
             ("etag", etag), ("last-modified", HTTPDate.format(lastModified)), ("cache-control", cacheControl),
             ("x-content-type-options", "nosniff"),
         ]
-        // Each kind with its own type (SPEC 2.1): JSON, or text/plain for Apple Pay's file.
+        // Each kind with its own type (docs/serving.md, "Responses"): JSON, or text/plain for Apple
+        // Pay's file.
         okHead = ResponseHead(status: .ok, fields: [("content-type", file.kind.contentType)] + common, contentLength: file.bytes.count)
         notModifiedHead = ResponseHead(status: .notModified, fields: common, contentLength: nil)
     }

@@ -3,9 +3,10 @@ import AASAHTTP
 import Glibc
 #endif
 
-/// Reads a PROXY protocol header (README, "Behind a load balancer") in front of TLS or HTTP without reading past it:
-/// the bytes after it belong to the next layer. It peeks, then consumes only what the parser
-/// says is header; a header split across reads is kept until it is whole.
+/// Reads a PROXY protocol header (docs/deployment.md, "Behind a load balancer") in front of TLS or
+/// HTTP without reading past it: the bytes after it belong to the next layer. It peeks, then
+/// consumes only what the parser says is header; a header split across reads is kept until it is
+/// whole.
 struct ProxyStage {
     enum Outcome {
         /// Not complete yet: wait for readability.

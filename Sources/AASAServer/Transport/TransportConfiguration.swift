@@ -1,4 +1,5 @@
-/// Settings of the transport layer (SPEC 3.3, 3.7), times in milliseconds.
+/// Settings of the transport layer (docs/serving.md, docs/deployment.md for PROXY protocol), times
+/// in milliseconds.
 public struct TransportConfiguration: Sendable {
     /// A TLS handshake (and a PROXY header) must be complete within this time.
     public var handshakeTimeout: Int64 = 10_000
@@ -10,7 +11,7 @@ public struct TransportConfiguration: Sendable {
     /// A connection whose unsent output makes no progress for this long is closed (a client
     /// that stopped reading).
     public var writeStallTimeout: Int64 = 60_000
-    /// Connections one client address may hold at once (SPEC 3.3); 0 = no limit. nil: 256 on
+    /// Connections one client address may hold at once (docs/serving.md); 0 = no limit. nil: 256 on
     /// HTTPS listeners and on any listener with PROXY protocol, none on a plain HTTP listener
     /// (usually behind a balancer whose one address carries every client).
     public var maxConnectionsPerClient: Int?
