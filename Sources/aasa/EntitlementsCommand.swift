@@ -156,7 +156,7 @@ struct EntitlementsCommand: ParsableCommand {
         return domains.map { text, domain in
             let report = reports[domain.fileHost]!
             // Developer mode fetches straight from the server and accepts a certificate the
-            // system does not trust, as long as it is valid (reference 4.3).
+            // system does not trust, as long as it is valid (docs/aasa-reference.md §4.3).
             let untrustedIsFine = domain.mode?.hasPrefix("developer") == true && report.certificateIsOnlyUntrusted
             if let failed = report.checks.first(where: {
                 ["resolve", "tls", "status"].contains($0.name) && $0.status == .fail && !($0.name == "tls" && untrustedIsFine)

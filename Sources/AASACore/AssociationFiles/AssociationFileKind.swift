@@ -43,7 +43,7 @@ public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, Custo
     }
 
     /// The largest file the validator accepts; bigger is an error reported at 1:1.
-    /// - AASA: swcd stops reading after 128 KB (reference 1.9).
+    /// - AASA: swcd stops reading after 128 KB (docs/aasa-reference.md §1.9).
     /// - assetlinks.json and webauthn: no published limit; 128 KB, like AASA, is far above
     ///   any real file (1 000 origins of 100 bytes is 100 KB) and bounds what is held in memory.
     /// - merchant ID: 64 KiB (docs/validation.md); Apple's file is a few kilobytes of hex.

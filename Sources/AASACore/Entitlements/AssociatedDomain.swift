@@ -1,4 +1,4 @@
-/// The services an Associated Domains entitlement may name (reference 4.1).
+/// The services an Associated Domains entitlement may name (docs/aasa-reference.md §4.1).
 public enum AssociatedDomainService: String, Sendable, CaseIterable {
     case appLinks = "applinks"
     case webCredentials = "webcredentials"
@@ -19,13 +19,13 @@ public enum AssociatedDomainService: String, Sendable, CaseIterable {
 }
 
 /// One string of `com.apple.developer.associated-domains`: `applinks:example.com`,
-/// `webcredentials:*.example.com?mode=developer` (reference 4).
+/// `webcredentials:*.example.com?mode=developer` (docs/aasa-reference.md §4).
 public struct AssociatedDomain: Sendable, Equatable, CustomStringConvertible {
     public var service: AssociatedDomainService
     /// Lower case, without `*.` and without port.
     public var host: String
     public var isWildcard: Bool
-    /// Allowed by older iOS releases for services other than `applinks` (reference 4.1).
+    /// Allowed by older iOS releases for services other than `applinks` (docs/aasa-reference.md §4.1).
     public var port: Int?
     /// `developer`, `managed` or `developer+managed`.
     public var mode: String?

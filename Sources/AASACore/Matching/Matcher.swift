@@ -27,7 +27,7 @@ public struct AppDecision: Sendable, Equatable {
 
 extension AASADocument {
     /// Decides `url` for every `applinks` app in the document (or only `apps`, in the order
-    /// given), as iOS does (reference 2.8).
+    /// given), as iOS does (docs/aasa-reference.md §2.8).
     ///
     /// - Parameter domain: the host the document is served from; defaults to the URL's host.
     ///   A URL on any other host decides `no_match` for every app, as on a device.
@@ -43,7 +43,7 @@ extension AASADocument {
     private func decide(app: String, input: inout MatchInput) -> AppDecision {
         guard let details = appLinks?.details else { return AppDecision(app: app, decision: .noMatch) }
         // Details in array order; the first entry that decides for the app wins. An entry that
-        // lists the app but matches nothing lets later entries decide (reference 2.1.3: UNCERTAIN;
+        // lists the app but matches nothing lets later entries decide (docs/aasa-reference.md §2.1.3: UNCERTAIN;
         // both simulators do this).
         for (d, detail) in details.enumerated() where detail.appIDs.contains(app) {
             switch detail.rules {
@@ -98,7 +98,7 @@ extension DecidingRule {
 
 extension CompiledComponent {
     /// A component matches when every part it (or its defaults) specifies matches; a part left
-    /// out is `*` (reference 1.4).
+    /// out is `*` (docs/aasa-reference.md §1.4).
     func matches(_ input: inout MatchInput) -> Bool {
         let v = input.variant(percentEncoded: percentEncoded, caseSensitive: caseSensitive)
         if let path, !path.matches(normalizedPath: v.path) { return false }

@@ -1,4 +1,4 @@
-/// A pattern for the URL path, with the path rules swcutil applies (reference 2.3, oracle):
+/// A pattern for the URL path, with the path rules swcutil applies (docs/aasa-reference.md §2.3, oracle):
 /// leading slashes are optional and collapse, trailing slashes do not count on either side,
 /// and a pattern ending in `/*` also matches the path without that last segment.
 public struct PathPattern: Sendable {
@@ -53,7 +53,7 @@ public enum QueryMatcher: Sendable {
     /// A pattern for the whole query string after `?`; an absent query reads as "".
     case string(Pattern)
     /// Named items. Every item named must match; a missing item, or one without a value, reads
-    /// as ""; when a name repeats, every occurrence must match (reference 2.4, oracle).
+    /// as ""; when a name repeats, every occurrence must match (docs/aasa-reference.md §2.4, oracle).
     case items([(name: String, pattern: Pattern)])
 
     public var isMatchAll: Bool {

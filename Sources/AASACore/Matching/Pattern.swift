@@ -110,7 +110,7 @@ public struct Pattern: Sendable {
     }
 
     /// Case folding used on both sides when `caseSensitive` is false: ASCII letters, and other
-    /// scalars whose lower-case form is a single scalar (Apple documents only ASCII; reference 2.6).
+    /// scalars whose lower-case form is a single scalar (Apple documents only ASCII; docs/aasa-reference.md §2.6).
     public static func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
         let v = scalar.value
         if v < 0x80 {
@@ -240,7 +240,7 @@ private struct NFABuilder {
             case .characterClass(let set)?:
                 return add(.set(caseSensitive ? set : set.folded, next: next))
             case .alternatives(let values)?:
-                // Values may hold `?` and `*` but no variables (reference 1.6).
+                // Values may hold `?` and `*` but no variables (docs/aasa-reference.md §1.6).
                 var starts: [Int] = []
                 var seen: Set<[PatternToken]> = []
                 for value in values {

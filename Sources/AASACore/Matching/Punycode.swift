@@ -1,5 +1,5 @@
 /// Punycode (RFC 3492) for host names: devices compare hosts in their ASCII form, and site
-/// folders are named in it (reference 2.1, docs/serving.md, "Config directory"), so a URL typed as
+/// folders are named in it (docs/aasa-reference.md §2.1, docs/serving.md, "Config directory"), so a URL typed as
 /// `https://bücher.example/` is matched as `xn--bcher-kva.example`. Labels are lower-cased first;
 /// the full IDNA mapping (UTS #46) is not applied.
 public enum Punycode {

@@ -1,5 +1,5 @@
 /// The variables a pattern may reference as `$(name)`: the document's
-/// `applinks.substitutionVariables` and the built-ins of reference 1.6.
+/// `applinks.substitutionVariables` and the built-ins of docs/aasa-reference.md §1.6.
 public struct SubstitutionVariables: Sendable {
     public enum Definition: Sendable {
         /// One character from a set (the ASCII built-ins such as `$(digit)`).
@@ -47,7 +47,7 @@ public struct SubstitutionVariables: Sendable {
 
 extension ASCIISet {
     /// The set as seen through case folding: an upper-case letter is replaced by its lower case,
-    /// so `$(upper)` accepts `q` when the component is case-insensitive (oracle, reference 1.6).
+    /// so `$(upper)` accepts `q` when the component is case-insensitive (oracle, docs/aasa-reference.md §1.6).
     var folded: ASCIISet {
         var out = ASCIISet([])
         for b in UInt8(0)..<128 where contains(UInt32(b)) {

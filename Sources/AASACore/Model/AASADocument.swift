@@ -29,7 +29,7 @@ public enum AppListService: String, Sendable, CaseIterable {
     case webCredentials = "webcredentials"
     case appClips = "appclips"
     case activityContinuation = "activitycontinuation"
-    /// Listed as an entitlement service by Apple; its AASA shape is unverified (reference 1.1).
+    /// Listed as an entitlement service by Apple; its AASA shape is unverified (docs/aasa-reference.md §1.1).
     case authServices = "authsrv"
 }
 
@@ -50,7 +50,7 @@ public struct AppLinks: Sendable {
 /// One entry of `applinks.details`.
 public struct AppLinksDetail: Sendable {
     /// The apps this entry applies to: `appIDs` when the key is present (even empty), else
-    /// `[appID]`. swcutil ignores `appID` whenever `appIDs` is present (reference 1.3, oracle).
+    /// `[appID]`. swcutil ignores `appID` whenever `appIDs` is present (docs/aasa-reference.md §1.3, oracle).
     public var appIDs: [String]
     public var rules: Rules
     /// `details[].defaults`, laid over `applinks.defaults`.

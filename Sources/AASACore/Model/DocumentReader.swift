@@ -207,7 +207,7 @@ struct DocumentReader {
         var rules = AppLinksDetail.Rules.none
         let components = value["components"]
         let paths = value["paths"]
-        // `paths` is read only when `components` is not an array (reference 1.3, WWDC19 717, decomp).
+        // `paths` is read only when `components` is not an array (docs/aasa-reference.md §1.3, WWDC19 717, decomp).
         if let components, let list = components.arrayValue {
             let listPath = path.appending("components")
             if list.isEmpty {

@@ -1,7 +1,7 @@
 /// An `apple-app-site-association` file: its bytes, what they mean, and everything wrong with
 /// them. This is the one question the server, `aasa validate` and `aasa match` all ask.
 public struct AASAFile: Sendable {
-    /// swcd stops a download once more than 0x20000 bytes have arrived (reference 1.9).
+    /// swcd stops a download once more than 0x20000 bytes have arrived (docs/aasa-reference.md §1.9).
     public static let maximumSize = 131_072
 
     /// The bytes exactly as read: what the server serves when the file is valid.
@@ -30,7 +30,7 @@ public struct AASAFile: Sendable {
                 "the file is \(bytes.count) bytes; iOS stops reading after \(AASAFile.maximumSize) bytes (128 KB)",
                 at: SourcePosition(line: 1, column: 1), path: .root)])
         }
-        // A DER SEQUENCE: the CMS-signed files of iOS 8 (reference 1.7).
+        // A DER SEQUENCE: the CMS-signed files of iOS 8 (docs/aasa-reference.md §1.7).
         if bytes.count >= 2, bytes[0] == 0x30, (0x80...0x84).contains(bytes[1]) {
             diagnostics.add([Diagnostic(.signedFile,
                 "this looks like a signed (CMS/PKCS#7) file; since iOS 9 serve the JSON itself, unsigned, as application/json",

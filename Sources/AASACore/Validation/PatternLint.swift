@@ -70,7 +70,7 @@ extension Unicode.Scalar {
     var isLowercaseHexLetter: Bool { value >= 0x61 && value <= 0x66 }
 }
 
-/// App ID checks (reference 1.8): a 10-character prefix of letters and digits (the Team ID,
+/// App ID checks (docs/aasa-reference.md §1.8): a 10-character prefix of letters and digits (the Team ID,
 /// upper case in practice), a dot, and a bundle ID of letters, digits, hyphens and dots.
 enum AppID {
     enum Result: Equatable {

@@ -44,7 +44,7 @@ public struct HostReport: Sendable {
     public var certificateFailure: String?
 
     /// The certificate failed only because no trusted CA issued it: valid otherwise (in date,
-    /// for the right name), which is all developer mode asks (reference 4.3).
+    /// for the right name), which is all developer mode asks (docs/aasa-reference.md §4.3).
     public var certificateIsOnlyUntrusted: Bool {
         guard let f = certificateFailure else { return false }
         return f.contains("issuer") || f.contains("self-signed") || f.contains("self signed")

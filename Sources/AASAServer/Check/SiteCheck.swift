@@ -22,7 +22,7 @@ public struct SiteCheck: Sendable {
 
     public static let wellKnownPath = AssociationFileKind.aasa.urlPath
     public static let legacyPath = AssociationFileKind.legacyAASAPath
-    /// What Apple's CDN sends (reference 3.7): a server that treats it differently fails here.
+    /// What Apple's CDN sends (docs/aasa-reference.md §3.7): a server that treats it differently fails here.
     public static let userAgent = "AASA-Bot/1.0.0"
     /// `tls` warns when the certificate expires sooner.
     public static let expiryWarningDays = 14
@@ -133,7 +133,7 @@ public struct SiteCheck: Sendable {
 
         if response.status != 200, tooLarge == nil {
             let problem = SiteCheck.statusProblem(response, host: host)
-            // The legacy location: devices before the CDN tried it second (reference 3.1).
+            // The legacy location: devices before the CDN tried it second (docs/aasa-reference.md §3.1).
             let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), deadline: deadline)
             if let legacy, legacy.status == 200 {
                 report.set("status", .warn, "\(problem); the file is only at the legacy \(SiteCheck.legacyPath) (200): move it to \(SiteCheck.wellKnownPath), the one location Apple's CDN and alternate modes use")

@@ -1,7 +1,7 @@
 import AASACore
 
 /// The Associated Domains entitlement lines a developer pastes into Xcode for a site in
-/// developer mode (reference 4): one per service the file declares, `?mode=developer` on each,
+/// developer mode (docs/aasa-reference.md §4): one per service the file declares, `?mode=developer` on each,
 /// and no wildcard for `appclips`, which does not support one.
 enum Entitlements {
     static func lines(for site: Site) -> [String] {

@@ -40,7 +40,7 @@ final class AccessLog {
     var pendingText: String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
 
     /// Who fetched, for AASA requests: Apple's CDN (`AASA-Bot`), a device fetching directly
-    /// (`swcd`, `CFNetwork`), or nil (reference 3.7).
+    /// (`swcd`, `CFNetwork`), or nil (docs/aasa-reference.md §3.7).
     static func fetcher(userAgent: String) -> String? {
         var ua = userAgent
         return ua.withUTF8 { fetcher(userAgent: $0)?.description }
