@@ -259,45 +259,23 @@ struct CDNSchedule {
     }
 }
 
-/// A binary min-heap of due times; entries whose stamp no longer matches their site are stale
-/// and skipped when they surface (as the loops' timer heap does).
+/// The watch's schedule, earliest first; entries whose stamp no longer matches their site are
+/// stale and skipped when they surface (as the loops' timer heap does).
 struct DueHeap {
-    struct Entry {
+    struct Entry: HeapOrdered {
         var due: Int64
         var key: String
         var stamp: UInt64
+
+        var heapKey: Int64 { due }
     }
 
-    private var entries: [Entry] = []
+    private var heap = MinHeap<Entry>()
 
-    var top: Entry? { entries.first }
-    var count: Int { entries.count }
+    var top: Entry? { heap.first }
+    var count: Int { heap.count }
 
-    mutating func push(_ e: Entry) {
-        entries.append(e)
-        var i = entries.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard entries[i].due < entries[parent].due else { break }
-            entries.swapAt(i, parent)
-            i = parent
-        }
-    }
+    mutating func push(_ e: Entry) { heap.push(e) }
 
-    mutating func pop() {
-        guard !entries.isEmpty else { return }
-        let last = entries.removeLast()
-        guard !entries.isEmpty else { return }
-        entries[0] = last
-        var i = 0
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var smallest = i
-            if l < entries.count, entries[l].due < entries[smallest].due { smallest = l }
-            if r < entries.count, entries[r].due < entries[smallest].due { smallest = r }
-            if smallest == i { return }
-            entries.swapAt(i, smallest)
-            i = smallest
-        }
-    }
+    mutating func pop() { heap.popFirst() }
 }
