@@ -87,8 +87,8 @@ public final class Server {
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
                                 acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) })
-        let serving = snapshot.sites.filter { $0.served != nil }.count
-        log.info("loaded \(snapshot.sites.count) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
+        let serving = snapshot.summary.serving + snapshot.summary.stale
+        log.info("loaded \(snapshot.summary.sites) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 
         var listeners: [Listener] = []
         do {

@@ -1,4 +1,7 @@
 import AASACore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One association file of a site (SPEC 2.1) as last loaded: the version it serves, the newest
 /// one read, and what is wrong with it. Immutable; a reload that changes it makes a new one.
@@ -12,13 +15,18 @@ public final class SiteFile: Sendable {
     /// Why the file was refused before it could be validated (not a regular file, unreadable,
     /// too large to read), or nil when it was read; `newest` is then the last file read.
     public let refusal: FileRefusal?
+    /// What the file was when `newest` was read (nil when refused): a rescan that finds the
+    /// same stamp does not read the file again.
+    let stamp: FileStamp?
 
-    init(kind: AssociationFileKind, path: String, served: ServedVersion?, newest: AssociationFile, refusal: FileRefusal? = nil) {
+    init(kind: AssociationFileKind, path: String, served: ServedVersion?, newest: AssociationFile, refusal: FileRefusal? = nil,
+         stamp: FileStamp? = nil) {
         self.kind = kind
         self.path = path
         self.served = served
         self.newest = newest
         self.refusal = refusal
+        self.stamp = stamp
     }
 
     public var state: Site.State {
@@ -108,21 +116,99 @@ public struct FileRefusal: Error, Sendable, Equatable {
     public var message: String
 }
 
+/// A file as `stat` sees it: a change to its bytes, a rename into place or a symlink swap
+/// changes one of these (times at the filesystem's full resolution).
+struct FileStamp: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: Int64
+    var changed: Int64
+
+    init(_ st: stat) {
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        modified = Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec)
+        changed = Int64(st.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_ctim.tv_nsec)
+    }
+
+    init?(path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        self.init(st)
+    }
+}
+
+/// The counts `/status` opens with, kept as sites change instead of counted again.
+public struct SiteSummary: Sendable, Equatable {
+    public var sites = 0
+    public var serving = 0
+    public var rejected = 0
+    public var stale = 0
+    /// Sites no certificate covers (only with a TLS listener).
+    public var uncovered = 0
+
+    mutating func add(_ site: Site, _ sign: Int = 1) {
+        sites += sign
+        switch site.state {
+        case .serving: serving += sign
+        case .rejected: rejected += sign
+        case .stale: stale += sign
+        }
+        if site.certificateCovers == false { uncovered += sign }
+    }
+}
+
 /// Everything a request needs, built whole and published at once (SPEC 3.4): readers never
-/// see half of a reload.
+/// see half of a reload. A reload makes a new snapshot that shares every unchanged ``Site``
+/// object with the one before.
 public final class SiteSnapshot: Sendable {
+    /// In byte order of the folder name (the host, `*.` first for a wildcard).
     public let sites: [Site]
     public let index: SiteIndex<Site>
     public let certificates: CertificateStore
-    /// Fingerprint of the certificate files the store was built from, to skip rebuilding it.
-    let certificateFingerprint: [String]
+    /// The files each certificate was loaded from, and what they were then: a rescan loads a
+    /// certificate again only when its stamps changed.
+    let certificateFiles: [String: CertificateFiles]
+    public let summary: SiteSummary
 
-    init(sites: [Site], certificates: CertificateStore, certificateFingerprint: [String]) {
+    init(sites: [Site], index: SiteIndex<Site>? = nil, certificates: CertificateStore, certificateFiles: [String: CertificateFiles] = [:],
+         summary: SiteSummary? = nil) {
         self.sites = sites
-        self.index = SiteIndex(sites.map { ($0.name, $0) })
+        self.index = index ?? SiteIndex(sites.map { ($0.name, $0) })
         self.certificates = certificates
-        self.certificateFingerprint = certificateFingerprint
+        self.certificateFiles = certificateFiles
+        if let summary {
+            self.summary = summary
+        } else {
+            var counted = SiteSummary()
+            for site in sites { counted.add(site) }
+            self.summary = counted
+        }
     }
 
-    static let empty = SiteSnapshot(sites: [], certificates: .empty, certificateFingerprint: [])
+    /// Where a site of this name is or would go in ``sites``.
+    func position(of name: SiteName) -> Int {
+        SiteSnapshot.position(of: name.description, in: sites)
+    }
+
+    static func position(of folder: String, in sites: [Site]) -> Int {
+        var low = 0, high = sites.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sites[mid].name.description.utf8.lexicographicallyPrecedes(folder.utf8) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    static let empty = SiteSnapshot(sites: [], certificates: .empty)
+}
+
+/// A certificate's files as loaded.
+struct CertificateFiles: Equatable, Sendable {
+    var certificate: String
+    var key: String
+    var certificateStamp: FileStamp?
+    var keyStamp: FileStamp?
 }
