@@ -37,11 +37,16 @@ struct ReloadScope: Sendable, Equatable {
 }
 
 /// Counts the steps a build takes, for the tests that check a build's work grows with what
-/// exists, not with sites × certificates.
+/// exists and what changed, never with sites × certificates.
 final class BuildWork: Sendable {
     private let counter = Atomic<Int>(0)
+    private let readCounter = Atomic<Int>(0)
+    /// A step: a site folder or certificate looked at, a name looked up in an index.
     func add(_ n: Int = 1) { counter.add(n, ordering: .relaxed) }
+    func addRead() { readCounter.add(1, ordering: .relaxed) }
     var count: Int { counter.load(ordering: .relaxed) }
+    /// Site files read, and certificates loaded.
+    var reads: Int { readCounter.load(ordering: .relaxed) }
 }
 
 /// Builds a new snapshot from the config and certs directories, reusing what did not change.
@@ -173,8 +178,7 @@ struct SnapshotBuilder: Sendable {
             }
             for name in recheck {
                 guard let site = index[name] else { continue }
-                work?.add()
-                let covered = certificates.store.covers(SnapshotBuilder.coverageProbe(name))
+                let covered = certificates.store.covers(SnapshotBuilder.coverageProbe(name), work: work)
                 if !covered, previous.index[name]?.certificateCovers != false {
                     findings.note(.siteNotCovered, level: .warning,
                                   "site \(name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
@@ -282,6 +286,7 @@ struct SnapshotBuilder: Sendable {
         let stamp: FileStamp
         do {
             guard let read = try SnapshotBuilder.read(path) else { return nil }
+            work?.addRead()
             (bytes, mtime, stamp) = read
         } catch {
             if let old, old.refusal == error {
@@ -370,6 +375,7 @@ struct SnapshotBuilder: Sendable {
         let candidates = toLoad.map(\.0)
         let results = SnapshotBuilder.map(candidates.count) { i in
             work?.add()
+            work?.addRead()
             return CertificateStore.load(candidates[i], directory: certsDirectory, findings: findings)
         }
         var adding: [TLSCertificate] = []

@@ -148,17 +148,23 @@ public final class CertificateStore: @unchecked Sendable {
 
     /// The certificate whose names cover `host`, exact name before wildcard (RFC 6125 §6.4.3:
     /// a wildcard covers exactly one label).
-    func covering(_ host: String) -> TLSCertificate? {
+    func covering(_ host: String, work: BuildWork? = nil) -> TLSCertificate? {
+        work?.add()
         if let c = exact[host] { return c }
         if let dot = host.utf8.firstIndex(of: UInt8(ascii: ".")), dot != host.utf8.startIndex {
+            work?.add()
             return wildcard[String(host[host.utf8.index(after: dot)...])]
         }
         return nil
     }
 
-    /// Whether any certificate covers `host`: two dictionary probes at most.
+    /// Whether any certificate covers `host`: two dictionary probes at most (counted in `work`).
     public func covers(_ host: String) -> Bool {
         covering(host) != nil
+    }
+
+    func covers(_ host: String, work: BuildWork?) -> Bool {
+        covering(host, work: work) != nil
     }
 
     public func isACME(_ certificate: TLSCertificate) -> Bool {
