@@ -22,8 +22,29 @@ enum AdminResponder {
         case "/metrics":
             return .message(.ok, metrics(state), request: request, site: "", contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/status":
-            return .message(.ok, status(state.snapshots.load().0, acme: state.acme) + "\n", request: request, site: "",
-                            contentType: "application/json", extraFields: noStore)
+            let snapshot = state.snapshots.load().0
+            let json = [(name: String, value: String)](noStore)
+            if let host = Dashboard.query(request.target, "site") {
+                // That entry alone.
+                guard let name = SiteName(host), let site = snapshot.index[name] else {
+                    return .message(.notFound, errorJSON("no site \(host)") + "\n", request: request, site: "",
+                                    contentType: "application/json", extraFields: json)
+                }
+                return .message(.ok, status(snapshot, page: ([site], nil), certificatePage: certificatePage(for: site, snapshot),
+                                            acme: state.acme, watch: state.watch.current()) + "\n",
+                                request: request, site: "", contentType: "application/json", extraFields: json)
+            }
+            switch SitePage.parse(target: request.target) {
+            case .failure(let error):
+                return .message(.badRequest, errorJSON(error.message) + "\n", request: request, site: "",
+                                contentType: "application/json", extraFields: json)
+            case .success(let page):
+                let certificatesAfter = Dashboard.query(request.target, "certificatesAfter")
+                return .message(.ok, status(snapshot, page: page.select(from: snapshot),
+                                            certificatePage: certificatePage(after: certificatesAfter, limit: page.limit, snapshot),
+                                            acme: state.acme, watch: state.watch.current()) + "\n",
+                                request: request, site: "", contentType: "application/json", extraFields: json)
+            }
         default:
             return .message(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, site: "")
         }
@@ -51,12 +72,64 @@ enum AdminResponder {
         }
     }
 
-    static func status(_ snapshot: SiteSnapshot, acme: ACMEStatus? = nil) -> String {
+    static func errorJSON(_ message: String) -> String {
         var w = JSONWriter()
         w.beginObject()
+        w.key("error"); w.value(message)
+        w.endObject()
+        return w.output
+    }
+
+    /// The certificates of one page: at most `limit`, in byte order of name, after a name.
+    static func certificatePage(after: String?, limit: Int, _ snapshot: SiteSnapshot) -> (certificates: ArraySlice<TLSCertificate>, next: String?) {
+        let all = snapshot.certificates.certificates
+        var low = 0, high = all.count
+        if let after {
+            while low < high {
+                let mid = (low + high) / 2
+                if CertificateStore.precedes(after, all[mid].name) { high = mid } else { low = mid + 1 }
+            }
+        } else {
+            high = 0
+        }
+        let start = low
+        let end = min(all.count, start + limit)
+        return (all[start..<end], end < all.count ? all[end - 1].name : nil)
+    }
+
+    /// With `?site=`: the certificate a handshake for the site gets, when one covers it.
+    static func certificatePage(for site: Site, _ snapshot: SiteSnapshot) -> (certificates: ArraySlice<TLSCertificate>, next: String?) {
+        let probe = SnapshotBuilder.coverageProbe(site.name)
+        guard let cert = snapshot.certificates.covering(probe) else { return ([], nil) }
+        return ([cert][...], nil)
+    }
+
+    /// `/status` (README, "Admin"): the summary, one page of sites and of certificates.
+    static func status(_ snapshot: SiteSnapshot, page: (sites: [Site], next: String?)? = nil,
+                       certificatePage: (certificates: ArraySlice<TLSCertificate>, next: String?)? = nil,
+                       acme: ACMEStatus? = nil, watch: WatchStatus.Value? = nil) -> String {
+        let page = page ?? SitePage().select(from: snapshot)
+        let certificatePage = certificatePage ?? AdminResponder.certificatePage(after: nil, limit: SitePage.maximumLimit, snapshot)
+        var w = JSONWriter()
+        w.beginObject()
+        // The summary first, always: a client can stop reading after it.
+        let summary = snapshot.summary
+        w.key("summary")
+        w.beginObject()
+        w.key("sites"); w.value(summary.sites)
+        w.key("serving"); w.value(summary.serving)
+        w.key("rejected"); w.value(summary.rejected)
+        w.key("stale"); w.value(summary.stale)
+        w.key("certificates"); w.value(snapshot.certificates.certificates.count)
+        w.key("uncovered"); w.value(summary.uncovered)
+        if let watch {
+            w.key("watch")
+            watch.write(to: &w)
+        }
+        w.endObject()
         w.key("sites")
         w.beginArray()
-        for site in snapshot.sites {
+        for site in page.sites {
             w.beginObject()
             w.key("host"); w.value(site.name.description)
             w.key("state"); w.value(site.state.rawValue)
@@ -85,9 +158,10 @@ enum AdminResponder {
             w.endObject()
         }
         w.endArray()
+        w.key("next"); w.value(page.next)
         w.key("certificates")
         w.beginArray()
-        for cert in snapshot.certificates.certificates {
+        for cert in certificatePage.certificates {
             w.beginObject()
             w.key("name"); w.value(cert.name)
             w.key("dnsNames")
@@ -105,6 +179,7 @@ enum AdminResponder {
             w.endObject()
         }
         w.endArray()
+        w.key("certificatesNext"); w.value(certificatePage.next)
         w.key("logLinesDropped"); w.value(LogStream.droppedLines)
         if let acme {
             w.key("acme")

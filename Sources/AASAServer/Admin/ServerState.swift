@@ -22,6 +22,8 @@ final class ServerState: Sendable {
     let dev: DevelopmentMode?
     /// `--acme`: what the ACME thread is doing, for `/status`.
     let acme: ACMEStatus?
+    /// How the directories are watched, for `/status`.
+    let watch = WatchStatus()
 
     /// Counts a new connection from `client` unless it already holds `limit`.
     func admit(_ client: String, limit: Int) -> Bool {
