@@ -62,6 +62,15 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("cache-max-age"), help: "Cache-Control max-age in seconds (default 3600).")
     var cacheMaxAge: Int?
 
+    @Option(name: .customLong("metrics-sites"), help: "Sites with a label of their own in /metrics, the first to get requests; the rest count as site=\"other\" (default 1000).")
+    var metricsSites: Int?
+
+    @Option(name: .customLong("watch"), help: "auto, inotify or poll: how changes in --config and --certs are seen (default auto: poll on a network filesystem).")
+    var watch: String?
+
+    @Option(name: .customLong("poll-interval"), help: "Seconds between passes of --watch poll (default 30).")
+    var pollInterval: Int?
+
     @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default 10).")
     var shutdownGrace: Int?
 
@@ -135,6 +144,11 @@ struct ServeCommand: ParsableCommand {
         case "off", "0", "false", "no": c.http2Enabled = false
         default: throw ValidationError("--http2 must be on or off, got \(http2Text)")
         }
+        c.metricsSites = try positive(metricsSites ?? env.int("AASA_METRICS_SITES") ?? 1000, "--metrics-sites")
+        let watchText = (watch ?? env["AASA_WATCH"] ?? "auto").lowercased()
+        guard let watchMode = WatchMode(rawValue: watchText) else { throw ValidationError("--watch must be auto, inotify or poll, got \(watchText)") }
+        c.watchMode = watchMode
+        c.pollIntervalSeconds = try positive(pollInterval ?? env.int("AASA_POLL_INTERVAL") ?? 30, "--poll-interval")
         c.dev = dev
         if acme || env.flag("AASA_ACME") { c.acme = try acmeConfiguration(c, env) }
 

@@ -65,4 +65,51 @@ private func hosts(_ page: [String: Any]) -> [String] {
             #expect((try? json(r.body))?["error"] is String, "\(bad): \(r.body)")
         }
     }
+
+    @Test func metricsGiveTheFirstSitesTheirOwnLabelAndCountTheRestAsOther() throws {
+        let server = try ServerProcess(sites: ServeManySitesTests.sites(6), extraArguments: ["--metrics-sites", "3"])
+        for i in 0..<6 {
+            for _ in 0..<2 {
+                let r = try RawHTTP.exchange(port: server.http, "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: s0\(i).example.com\r\nConnection: close\r\n\r\n")
+                #expect(RawHTTP.status(r) == 200)
+            }
+        }
+        let metrics = try server.admin("/metrics").body
+        let requestLines = metrics.split(separator: "\n").filter { $0.hasPrefix("aasa_requests_total{") }
+        let labels = Set(requestLines.compactMap { line -> String? in
+            guard let start = line.range(of: "site=\""), let end = line[start.upperBound...].firstIndex(of: "\"") else { return nil }
+            return String(line[start.upperBound..<end])
+        })
+        #expect(labels == ["s00.example.com", "s01.example.com", "s02.example.com", "other"], "\(requestLines)")
+        #expect(metrics.contains(#"aasa_requests_total{site="other",status="200"} 6"#), "\(requestLines)")
+        #expect(metrics.contains(#"aasa_certificates_expiring{within="14d"} "#))
+        #expect(metrics.contains("aasa_certificate_earliest_expiry_timestamp_seconds "))
+    }
+
+    /// The start-up log names 20 findings of a kind, then counts the rest.
+    @Test func theStartUpLogShowsTwentyFindingsOfAKindAndCountsTheRest() throws {
+        let server = try ServerProcess(prepare: { config in
+            let certs = config.deletingLastPathComponent().appendingPathComponent("certs").path
+            let script = """
+            set -e
+            cd '\(certs)'
+            openssl ecparam -name prime256v1 -genkey -noout -out shared.pem
+            for i in $(seq 1 25); do
+              openssl req -x509 -new -key shared.pem -days 30 -subj "/CN=c$i.example.net" -addext "subjectAltName=DNS:c$i.example.net" -out "c$i.crt" 2>/dev/null
+              cp shared.pem "c$i.key"; chmod 644 "c$i.key"
+            done
+            rm shared.pem
+            """
+            let r = try Shell.run("/bin/bash", ["-c", script])
+            #expect(r.status == 0, "\(r.stderr)")
+        })
+        let log = server.log
+        let loaded = log.split(separator: "\n").filter { $0.contains(" info certificate c") }
+        #expect(loaded.count == 20, "\(loaded.count) lines")
+        // 25 made here and the harness's two.
+        #expect(log.contains("7 more certificate loaded lines not shown (27 in all)"), "\(log)")
+        let readable = log.split(separator: "\n").filter { $0.contains("is readable by group or others") }
+        #expect(readable.count == 20)
+        #expect(log.contains("5 more private key readable by group or others lines not shown (25 in all)"))
+    }
 }

@@ -231,9 +231,19 @@ enum AdminResponder {
         out += "aasa_tls_handshake_errors_total \(m.tlsHandshakeErrors.load(ordering: .relaxed))\n"
         family("aasa_log_lines_dropped_total", "counter", "Log lines dropped because stdout or stderr was not being read fast enough.")
         out += "aasa_log_lines_dropped_total \(LogStream.droppedLines)\n"
-        family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds.")
-        for cert in state.snapshots.load().0.certificates.certificates {
+        // One series per certificate for the first --metrics-sites of them (byte order of name);
+        // the two summaries below cover all of them.
+        let certificates = state.snapshots.load().0.certificates.certificates
+        family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds (the first --metrics-sites by name).")
+        for cert in certificates.prefix(m.labels.capacity) {
             out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"
+        }
+        let soon = wallClockSeconds() + 14 * 86_400
+        family("aasa_certificates_expiring", "gauge", "Certificates whose notAfter is within the window.")
+        out += "aasa_certificates_expiring{within=\"14d\"} \(certificates.count { $0.notAfter <= soon })\n"
+        if let earliest = certificates.map(\.notAfter).min() {
+            family("aasa_certificate_earliest_expiry_timestamp_seconds", "gauge", "The earliest notAfter of all certificates, in Unix seconds.")
+            out += "aasa_certificate_earliest_expiry_timestamp_seconds \(earliest)\n"
         }
         if state.acme != nil {
             family("aasa_acme_orders_total", "counter", "ACME orders by result.")

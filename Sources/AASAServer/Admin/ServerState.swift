@@ -3,7 +3,7 @@ import Synchronization
 /// What the loops, the control thread and the admin endpoints share.
 final class ServerState: Sendable {
     let snapshots: SnapshotStore
-    let metrics = Metrics()
+    let metrics: Metrics
     /// Sites loaded and listeners bound.
     let ready = Atomic<Bool>(false)
     /// SIGTERM/SIGINT received: stop accepting, finish what is in flight.
@@ -43,12 +43,14 @@ final class ServerState: Sendable {
     }
 
     init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil,
-         acme: ACMEStatus? = nil) {
+         acme: ACMEStatus? = nil, metricsSites: Int = SiteLabels.defaultCapacity) {
         self.dev = dev
         self.acme = acme
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         snapshots = SnapshotStore(snapshot)
-        loopCounters = (0..<loops).map { _ in LoopCounters() }
+        let labels = SiteLabels(capacity: metricsSites)
+        metrics = Metrics(labels: labels)
+        loopCounters = (0..<loops).map { _ in LoopCounters(labels: labels) }
         self.maxConnections = maxConnections
     }
 }

@@ -27,6 +27,11 @@ public struct ServerConfiguration: Sendable {
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false
+    /// Sites with a label of their own in `/metrics` (README, "Metrics").
+    public var metricsSites = 1000
+    /// How changes in the config and certs directories are seen (README, "Reload").
+    public var watchMode = WatchMode.auto
+    public var pollIntervalSeconds = 30
     /// `--acme`: certificates obtained and renewed in `certsDirectory` (SPEC 3.10).
     public var acme: ACMEConfiguration?
 
@@ -86,7 +91,8 @@ public final class Server {
         let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
-                                acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) })
+                                acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) },
+                                metricsSites: configuration.metricsSites)
         let serving = snapshot.summary.serving + snapshot.summary.stale
         log.info("loaded \(snapshot.summary.sites) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 
@@ -191,4 +197,13 @@ func startThread(_ body: @escaping () -> Void) -> pthread_t {
     }, box)
     precondition(r == 0, "pthread_create: \(r)")
     return thread
+}
+
+/// `--watch`: inotify sees only changes made through this machine's kernel, so a directory on
+/// a network filesystem is polled (README, "Reload").
+public enum WatchMode: String, Sendable, CaseIterable {
+    /// `poll` for a directory on a network filesystem (found with statfs), `inotify` elsewhere.
+    case auto
+    case inotify
+    case poll
 }
