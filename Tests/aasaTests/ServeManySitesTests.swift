@@ -112,4 +112,28 @@ private func hosts(_ page: [String: Any]) -> [String] {
         #expect(readable.count == 20)
         #expect(log.contains("5 more private key readable by group or others lines not shown (25 in all)"))
     }
+
+    /// `--watch poll`, as on a network filesystem where inotify sees no other host's writes.
+    @Test func pollingFindsAnEditWithoutInotifyAndSaysSoInTheSummary() throws {
+        let server = try ServerProcess(extraArguments: ["--watch", "poll", "--poll-interval", "1"])
+        let summary = try #require(try server.status()["summary"] as? [String: Any])
+        let watch = try #require(summary["watch"] as? [String: Any])
+        #expect(watch["mode"] as? String == "poll")
+        #expect(watch["pollInterval"] as? Int == 1)
+        let edited = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/polled/*"}]}]}}"#
+        try server.directory.write("config/example.com/apple-app-site-association", edited)
+        #expect(ServerProcess.waitFor(timeout: 3) {
+            let r = try RawHTTP.exchange(port: server.http, "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+            return RawHTTP.body(r) == edited
+        })
+        let after = try #require(try server.status()["summary"] as? [String: Any])
+        #expect((after["watch"] as? [String: Any])?["lastPassSeconds"] is Double || (after["watch"] as? [String: Any])?["lastPassSeconds"] is Int)
+    }
+
+    @Test func theSummarySaysInotifyOnALocalDisk() throws {
+        let server = try ServerProcess()
+        let watch = try #require((try server.status()["summary"] as? [String: Any])?["watch"] as? [String: Any])
+        #expect(watch["mode"] as? String == "inotify")
+        #expect(watch["pollInterval"] is NSNull && watch["lastPassSeconds"] is NSNull)
+    }
 }

@@ -14,6 +14,9 @@ final class ControlLoop {
     private let signalFD: Int32
     private let watcher: DirectoryWatcher?
     private let epfd: Int32
+    /// Whether the config and the certs directory are polled rather than watched (`--watch`).
+    private let pollsConfig: Bool
+    private let pollsCertificates: Bool
 
     /// Quiet time after the last change before a reload, and the longest a reload waits while
     /// changes keep coming: a burst of writes becomes one reload, well within a second.
@@ -30,6 +33,13 @@ final class ControlLoop {
         self.builder = builder
         self.state = state
         self.log = log
+        let (pollsConfig, pollsCertificates) = ControlLoop.decidePolling(configuration, log: log)
+        (self.pollsConfig, self.pollsCertificates) = (pollsConfig, pollsCertificates)
+        let interval = configuration.pollIntervalSeconds
+        state.watch.set {
+            $0.polls = pollsConfig || pollsCertificates
+            $0.pollInterval = interval
+        }
         var signals = signals
         var opened: [Int32] = []
         do {
@@ -38,7 +48,8 @@ final class ControlLoop {
             let epfd = try Epoll.create()
             opened.append(epfd)
             try Epoll.add(epfd, signalFD, events: Epoll.readable, data: 0)
-            let watcher = DirectoryWatcher(log: log)
+            // Nothing to watch when both directories are polled.
+            let watcher = pollsConfig && (pollsCertificates || configuration.certsDirectory == nil) ? nil : DirectoryWatcher(log: log)
             if let watcher { try Epoll.add(epfd, watcher.fd, events: Epoll.readable, data: 1) }
             (self.signalFD, self.epfd, self.watcher) = (signalFD, epfd, watcher)
         } catch {
@@ -60,9 +71,13 @@ final class ControlLoop {
         var lastChange: Int64 = 0
         var lastCheck = monotonicMilliseconds()
         var lastCertificateRescan = lastCheck
+        var lastPoll = lastCheck
         var pending = ReloadScope()
         while true {
             var timeout = Int32(rescanInterval)
+            if pollsConfig || pollsCertificates {
+                timeout = Int32(max(0, min(Int64(timeout), lastPoll + Int64(configuration.pollIntervalSeconds) * 1000 - monotonicMilliseconds())))
+            }
             let now = monotonicMilliseconds()
             if let first = firstChange {
                 let due = min(lastChange + debounce, first + maximumDelay)
@@ -101,6 +116,18 @@ final class ControlLoop {
                 reload(pending)
                 pending = ReloadScope()
             }
+            if pollsConfig || pollsCertificates, t - lastPoll >= Int64(configuration.pollIntervalSeconds) * 1000 {
+                // A pass over the polled directories: every file's stamp compared, only what
+                // changed read (README, "Reload").
+                lastPoll = t
+                var scope = ReloadScope()
+                scope.allSites = pollsConfig
+                scope.allCertificates = pollsCertificates
+                let started = monotonicMilliseconds()
+                reload(scope, quietIfUnchanged: true)
+                let seconds = Double(monotonicMilliseconds() - started) / 1000
+                state.watch.set { $0.lastPassSeconds = seconds }
+            }
             if t - lastCheck >= rescanInterval {
                 lastCheck = t
                 if let watcher {
@@ -121,12 +148,29 @@ final class ControlLoop {
                         }
                         if !scope.isEmpty { reload(scope, quietIfUnchanged: true) }
                     }
-                } else {
+                } else if !(pollsConfig && (pollsCertificates || configuration.certsDirectory == nil)) {
                     // No inotify at all: everything, by stamps, saying nothing unless something changed.
                     reload(.everything, quietIfUnchanged: true)
                 }
             }
         }
+    }
+
+    /// `--watch`: each of the config and certs directories on its own; `auto` polls a directory
+    /// on a network filesystem, where inotify sees only this machine's own writes.
+    static func decidePolling(_ configuration: ServerConfiguration, log: Log) -> (config: Bool, certificates: Bool) {
+        func decide(_ path: String?, _ what: String) -> Bool {
+            guard let path else { return false }
+            switch configuration.watchMode {
+            case .inotify: return false
+            case .poll: return true
+            case .auto:
+                guard let fs = NetworkFilesystem.kind(of: path) else { return false }
+                log.info("\(what) \(path) is on \(fs): inotify does not see other hosts' writes there; polling every \(configuration.pollIntervalSeconds) s")
+                return true
+            }
+        }
+        return (decide(configuration.configDirectory, "config"), decide(configuration.certsDirectory, "certs"))
     }
 
     /// Seconds within which every folder inotify could not watch is checked once.
@@ -171,17 +215,21 @@ final class ControlLoop {
     private func rearm(_ scope: ReloadScope = .everything) {
         guard let watcher else { return }
         let config = configuration.configDirectory
-        let certs = configuration.certsDirectory
+        let certs = pollsCertificates ? nil : configuration.certsDirectory
         if scope.allSites || (scope.allCertificates && certs != nil) {
-            var roots = [config]
-            if let certs { roots.append(certs) }
-            var directories: [(String, DirectoryWatcher.Role)] = [(config, .configRoot)]
-            if let certs { directories.append((certs, .certsRoot)) }
-            for name in (try? DirectoryListing.names(in: config)) ?? [] where !name.hasPrefix(".") {
-                let path = config + "/" + name
-                if DirectoryListing.isDirectory(path) { directories.append((path, .site(name))) }
+            var roots: [String] = []
+            var directories: [(String, DirectoryWatcher.Role)] = []
+            if !pollsConfig {
+                roots.append(config)
+                directories.append((config, .configRoot))
+                for name in (try? DirectoryListing.names(in: config)) ?? [] where !name.hasPrefix(".") {
+                    let path = config + "/" + name
+                    if DirectoryListing.isDirectory(path) { directories.append((path, .site(name))) }
+                }
             }
             if let certs {
+                roots.append(certs)
+                directories.append((certs, .certsRoot))
                 for name in (try? DirectoryListing.names(in: certs)) ?? [] where !name.hasPrefix(".") {
                     let path = certs + "/" + name
                     if DirectoryListing.isDirectory(path) { directories.append((path, .certificate(name))) }
@@ -190,7 +238,7 @@ final class ControlLoop {
             watcher.update(roots: roots, directories: directories)
             return
         }
-        for name in scope.sites.union(scope.checkedSites) where !name.hasPrefix(".") && !name.contains("/") {
+        for name in scope.sites.union(scope.checkedSites) where !pollsConfig && !name.hasPrefix(".") && !name.contains("/") {
             watcher.refresh(config + "/" + name, role: .site(name))
         }
         if let certs {
@@ -198,6 +246,29 @@ final class ControlLoop {
                 watcher.refresh(certs + "/" + name, role: .certificate(name))
             }
         }
+    }
+}
+
+/// Filesystems on which inotify reports only this machine's changes, by statfs(2) f_type
+/// (linux/magic.h and the filesystems' own headers).
+enum NetworkFilesystem {
+    static let types: [Int: String] = [
+        0x6969: "NFS",
+        0x517B: "SMB",
+        0xFF53_4D42: "CIFS",
+        0xFE53_4D42: "SMB2",
+        0x00C3_6400: "CephFS",
+        0x6573_5546: "FUSE",
+        0x0102_1997: "9P",
+        0x4749_5046: "GlusterFS",
+        0x0BD0_0BD0: "Lustre",
+    ]
+
+    /// The network filesystem `path` is on, or nil for a local one (or when statfs fails).
+    static func kind(of path: String) -> String? {
+        let type = aasa_statfs_type(path)
+        guard type >= 0 else { return nil }
+        return types[Int(UInt32(truncatingIfNeeded: type))]
     }
 }
 
