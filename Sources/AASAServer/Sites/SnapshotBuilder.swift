@@ -373,10 +373,11 @@ struct SnapshotBuilder: Sendable {
             return update
         }
         let candidates = toLoad.map(\.0)
+        let keys = KeyReader()
         let results = SnapshotBuilder.map(candidates.count) { i in
             work?.add()
             work?.addRead()
-            return CertificateStore.load(candidates[i], directory: certsDirectory, findings: findings)
+            return CertificateStore.load(candidates[i], directory: certsDirectory, findings: findings, keys: keys)
         }
         var adding: [TLSCertificate] = []
         var acme: Set<String> = []

@@ -250,7 +250,8 @@ public final class CertificateStore: @unchecked Sendable {
     }
 
     /// Loads one key pair; nil (reported) when it fails. `isACME` when ACME issued it.
-    static func load(_ candidate: Candidate, directory: String, findings: StartupFindings) -> (certificate: TLSCertificate, isACME: Bool)? {
+    static func load(_ candidate: Candidate, directory: String, findings: StartupFindings,
+                     keys: KeyReader? = nil) -> (certificate: TLSCertificate, isACME: Bool)? {
         var st = stat()
         if stat(candidate.key, &st) == 0, st.st_mode & 0o077 != 0 {
             findings.note(.keyReadableByOthers, level: .warning,
@@ -258,7 +259,7 @@ public final class CertificateStore: @unchecked Sendable {
         }
         let certificate: TLSCertificate
         do {
-            certificate = try TLSCertificate(name: candidate.name, certificatePath: candidate.certificate, keyPath: candidate.key)
+            certificate = try TLSCertificate(name: candidate.name, certificatePath: candidate.certificate, keyPath: candidate.key, keys: keys)
         } catch {
             findings.error("certificate \(candidate.name): \(error)")
             return nil
