@@ -26,6 +26,19 @@ public struct AssociationFile: Sendable {
     /// The path the file is served at (``AssociationFileKind/urlPath``).
     public var urlPath: String { kind.urlPath }
 
+    private init(kind: AssociationFileKind, bytes: [UInt8], diagnostics: [Diagnostic]) {
+        self.kind = kind
+        self.bytes = bytes
+        self.diagnostics = diagnostics
+        self.aasa = nil
+    }
+
+    /// The same file without its parsed reading (``aasa`` is nil): what a server that only
+    /// serves the bytes keeps, a fraction of the memory. `AASAFile(bytes:)` reads it again.
+    public func compacted() -> AssociationFile {
+        AssociationFile(kind: kind, bytes: bytes, diagnostics: diagnostics)
+    }
+
     /// Validates `bytes` by the rules of `kind`.
     public init(kind: AssociationFileKind, bytes: [UInt8]) {
         self.kind = kind

@@ -96,6 +96,7 @@ final class ACMEScheduler: @unchecked Sendable {
     /// Hosts to order now, in site order: uncovered ones, and ACME ones due for renewal.
     private func dueHosts(_ snapshot: SiteSnapshot) -> [String] {
         var hosts: [String] = []
+        var seen: Set<String> = []
         for site in snapshot.sites {
             if site.name.isWildcard {
                 if !reportedWildcards.contains(site.name.description) {
@@ -105,7 +106,7 @@ final class ACMEScheduler: @unchecked Sendable {
                 }
             }
             // A wildcard site also serves its base name, a plain name (SPEC 2, 3.10).
-            if !hosts.contains(site.name.host) { hosts.append(site.name.host) }
+            if seen.insert(site.name.host).inserted { hosts.append(site.name.host) }
         }
         status.keep(only: Set(hosts + snapshot.sites.filter(\.name.isWildcard).map(\.name.description)))
         let now = wallClockSeconds()

@@ -52,7 +52,7 @@ public final class Server {
     private var builder: SnapshotBuilder {
         SnapshotBuilder(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
                         defaultCertificate: configuration.defaultCertificate, cacheControl: configuration.cacheControl,
-                        usesTLS: !configuration.https.isEmpty, log: log)
+                        usesTLS: !configuration.https.isEmpty, log: log, keepsDocuments: configuration.dev)
     }
 
     /// Runs until SIGTERM or SIGINT, then drains. Returns the process exit status.

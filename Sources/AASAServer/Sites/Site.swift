@@ -98,7 +98,9 @@ public final class Site: Sendable {
     /// The AASA document the matcher and the entitlement lines read: the served version's,
     /// else the newest one read.
     var document: AASADocument? {
-        (aasa?.served?.file ?? aasa?.newest)?.aasa?.document
+        guard let file = aasa?.served?.file ?? aasa?.newest else { return nil }
+        // Outside development the builder keeps only the bytes (``SnapshotBuilder/keepsDocuments``).
+        return file.aasa?.document ?? (file.kind == .aasa ? AASAFile(bytes: file.bytes).document : nil)
     }
 
     /// The same site with its certificate coverage: itself when that is unchanged.

@@ -61,6 +61,10 @@ struct SnapshotBuilder: Sendable {
     var log: Log
     /// Counts coverage lookups and site and certificate loads (tests).
     var work: BuildWork?
+    /// Whether sites keep their parsed documents (development: the dashboard and the URL tester
+    /// read them all the time). Otherwise a site keeps its bytes and findings, about a third of
+    /// the memory, and the rare reader parses again.
+    var keepsDocuments = false
 
     /// The largest file read; anything larger is over the AASA limit anyway, and refusing it
     /// early keeps a runaway file from taking the server's memory.
@@ -308,7 +312,8 @@ struct SnapshotBuilder: Sendable {
                 return old.stamp == stamp ? old : SiteFile(kind: kind, path: path, served: old.served, newest: old.newest, stamp: stamp)
             }
         }
-        let file = AssociationFile(kind: kind, bytes: bytes)
+        let parsed = AssociationFile(kind: kind, bytes: bytes)
+        let file = keepsDocuments ? parsed : parsed.compacted()
         if file.isValid {
             let served = ServedVersion(file: file, lastModified: mtime, cacheControl: cacheControl)
             for d in file.diagnostics {

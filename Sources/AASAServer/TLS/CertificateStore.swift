@@ -285,7 +285,7 @@ enum DirectoryListing {
             if name == "." || name == ".." { continue }
             names.append(name)
         }
-        return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     static func isDirectory(_ path: String) -> Bool {

@@ -38,8 +38,10 @@ public final class TLSCertificate: @unchecked Sendable {
         defer { for cert in chain { X509_free(cert) } }
         let keys = keys ?? KeyReader()
         let key = try keys.read(keyPath)
-        defer { EVP_PKEY_free(key.pointer) }
-        guard X509_check_private_key(chain[0], key.pointer) == 1 else {
+        // The same public key, byte for byte; else OpenSSL decides (another encoding of the point).
+        let certificatePublic = KeyReader.encode { i2d_X509_PUBKEY(X509_get_X509_PUBKEY(chain[0]), $0) }
+        guard certificatePublic == key.publicDER || X509_check_private_key(chain[0], key.pointer) == 1 else {
+            TLSError.clearQueue()
             throw TLSError("\(keyPath) does not belong to \(certificatePath)")
         }
         var ders: [[UInt8]] = []
@@ -220,42 +222,65 @@ private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePoi
 
 /// Private keys read during one load of the certs directory, by the bytes of their files: a
 /// key shared by many certificates (`certbot --reuse-key`, one key per fleet) is decoded once.
-/// Decoding a PEM key through OpenSSL 3's decoders costs more than the rest of a certificate.
+/// Decoding a PEM key through OpenSSL 3's decoders costs more than the rest of a certificate
+/// (its provider lookups take global locks).
 final class KeyReader: @unchecked Sendable {
-    private let keys = Locked<[[UInt8]: [UInt8]]>([:])
+    struct Key {
+        /// Owned by the reader; freed with it.
+        var pointer: OpaquePointer
+        var der: [UInt8]
+        /// SubjectPublicKeyInfo, to compare with a certificate's.
+        var publicDER: [UInt8]
+    }
+
+    private let keys = Locked<[[UInt8]: Key]>([:])
     /// Kept small: distinct keys are not worth remembering beyond one load.
     private static let capacity = 64
 
-    /// The key of a PEM file, decoded (the caller frees it) and as DER.
-    func read(_ path: String) throws(TLSError) -> (pointer: OpaquePointer, der: [UInt8]) {
-        guard let pem = TLSCertificate.readFile(path) else { throw TLSError("loading private key \(path)") }
-        if let der = keys.withLock({ $0[pem] }) {
-            let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-                var p = buffer.baseAddress
-                return d2i_AutoPrivateKey(nil, &p, buffer.count)
-            }
-            if let key { return (key, der) }
+    deinit {
+        keys.withLock { keys in
+            for key in keys.values { EVP_PKEY_free(key.pointer) }
         }
-        let key = pem.withUnsafeBytes { raw -> OpaquePointer? in
+    }
+
+    /// The key of a PEM file. `pointer` stays valid while the reader lives.
+    func read(_ path: String) throws(TLSError) -> Key {
+        guard let pem = TLSCertificate.readFile(path) else { throw TLSError("loading private key \(path)") }
+        if let key = keys.withLock({ $0[pem] }) { return key }
+        let decoded = pem.withUnsafeBytes { raw -> OpaquePointer? in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
-        guard let key else { throw TLSError("loading private key \(path)") }
-        let n = i2d_PrivateKey(key, nil)
-        guard n > 0 else {
-            EVP_PKEY_free(key)
+        guard let decoded else { throw TLSError("loading private key \(path)") }
+        guard let der = KeyReader.encode({ i2d_PrivateKey(decoded, $0) }), let publicDER = KeyReader.encode({ i2d_PUBKEY(decoded, $0) }) else {
+            EVP_PKEY_free(decoded)
             throw TLSError("encoding private key \(path)")
         }
+        let key = Key(pointer: decoded, der: der, publicDER: publicDER)
+        // Remembered, or freed by the caller's defer through `release`.
+        let kept = keys.withLock { keys -> Bool in
+            guard keys.count < KeyReader.capacity, keys[pem] == nil else { return false }
+            keys[pem] = key
+            return true
+        }
+        if !kept { orphans.withLock { $0.append(decoded) } }
+        return key
+    }
+
+    /// Keys that did not fit in the table, freed with the reader.
+    private let orphans = Locked<[OpaquePointer]>([])
+
+    /// DER through OpenSSL's two-call i2d convention.
+    static func encode(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8]? {
+        let n = i2d(nil)
+        guard n > 0 else { return nil }
         var der = [UInt8](repeating: 0, count: Int(n))
         der.withUnsafeMutableBufferPointer { buffer in
             var p = buffer.baseAddress
-            _ = i2d_PrivateKey(key, &p)
+            _ = i2d(&p)
         }
-        keys.withLock { keys in
-            if keys.count < KeyReader.capacity { keys[pem] = der }
-        }
-        return (key, der)
+        return der
     }
 }
 
