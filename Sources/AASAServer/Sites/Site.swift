@@ -167,27 +167,30 @@ public struct SiteSummary: Sendable, Equatable {
 /// object with the one before.
 public final class SiteSnapshot: Sendable {
     /// In byte order of the folder name (the host, `*.` first for a wildcard).
-    public let sites: [Site]
-    public let index: SiteIndex<Site>
+    public let sites: ChunkedList<Site>
+    public let index: SiteTable
     public let certificates: CertificateStore
     /// The files each certificate was loaded from, and what they were then: a rescan loads a
     /// certificate again only when its stamps changed.
-    let certificateFiles: [String: CertificateFiles]
+    let certificateFiles: ShardedMap<String, CertificateFiles>
     public let summary: SiteSummary
 
-    init(sites: [Site], index: SiteIndex<Site>? = nil, certificates: CertificateStore, certificateFiles: [String: CertificateFiles] = [:],
-         summary: SiteSummary? = nil) {
+    init(sites: ChunkedList<Site>, index: SiteTable, certificates: CertificateStore,
+         certificateFiles: ShardedMap<String, CertificateFiles>, summary: SiteSummary) {
         self.sites = sites
-        self.index = index ?? SiteIndex(sites.map { ($0.name, $0) })
+        self.index = index
         self.certificates = certificates
         self.certificateFiles = certificateFiles
-        if let summary {
-            self.summary = summary
-        } else {
-            var counted = SiteSummary()
-            for site in sites { counted.add(site) }
-            self.summary = counted
-        }
+        self.summary = summary
+    }
+
+    /// A snapshot of these sites, counted and indexed here (tests, development tools).
+    convenience init(sites: [Site], certificates: CertificateStore) {
+        var summary = SiteSummary()
+        for site in sites { summary.add(site) }
+        let sorted = sites.sorted { $0.name.description.utf8.lexicographicallyPrecedes($1.name.description.utf8) }
+        self.init(sites: ChunkedList(sorted), index: SiteTable(sorted), certificates: certificates,
+                  certificateFiles: ShardedMap(), summary: summary)
     }
 
     /// Where a site of this name is or would go in ``sites``.
@@ -195,8 +198,8 @@ public final class SiteSnapshot: Sendable {
         SiteSnapshot.position(of: name.description, in: sites)
     }
 
-    static func position(of folder: String, in sites: [Site]) -> Int {
-        var low = 0, high = sites.count
+    static func position<C: RandomAccessCollection>(of folder: String, in sites: C) -> Int where C.Element == Site, C.Index == Int {
+        var low = sites.startIndex, high = sites.endIndex
         while low < high {
             let mid = (low + high) / 2
             if sites[mid].name.description.utf8.lexicographicallyPrecedes(folder.utf8) { low = mid + 1 } else { high = mid }
@@ -205,6 +208,48 @@ public final class SiteSnapshot: Sendable {
     }
 
     static let empty = SiteSnapshot(sites: [], certificates: .empty)
+}
+
+/// The sites by name, for requests: the exact name first, then the most specific wildcard, as
+/// ``SiteIndex`` finds them, over shards a reload copies one at a time (``ShardedMap``).
+public struct SiteTable: Sendable {
+    private var exact = ShardedMap<String, Site>()
+    private var wildcards = ShardedMap<String, Site>()
+
+    init() {}
+
+    init(_ sites: [Site]) {
+        exact = ShardedMap(sites.filter { !$0.name.isWildcard }.map { ($0.name.host, $0) })
+        wildcards = ShardedMap(sites.filter(\.name.isWildcard).map { ($0.name.host, $0) })
+    }
+
+    public subscript(name: SiteName) -> Site? {
+        get { name.isWildcard ? wildcards[name.host] : exact[name.host] }
+        set {
+            if name.isWildcard { wildcards[name.host] = newValue } else { exact[name.host] = newValue }
+        }
+    }
+
+    public var count: Int { exact.count + wildcards.count }
+    public var isEmpty: Bool { count == 0 }
+
+    /// The site that serves `host`, with the name it was found under (see ``SiteIndex/lookup(_:)``:
+    /// a wildcard also serves its base name, and the longest suffix wins).
+    public func lookup(_ host: String) -> (name: SiteName, value: Site)? {
+        if let site = exact[host] { return (site.name, site) }
+        guard !wildcards.isEmpty else { return nil }
+        if let site = wildcards[host] { return (site.name, site) }
+        var rest = Substring(host)
+        while let dot = rest.utf8.firstIndex(of: UInt8(ascii: ".")) {
+            rest = rest[rest.utf8.index(after: dot)...]
+            if let site = wildcards[String(rest)] { return (site.name, site) }
+        }
+        return nil
+    }
+}
+
+extension ShardedMap {
+    var isEmpty: Bool { count == 0 }
 }
 
 /// A certificate's files as loaded.

@@ -127,6 +127,9 @@ struct SnapshotBuilder: Sendable {
         var summary = previous.summary
         var outcome = Outcome(snapshot: previous)
         var touched: [SiteName] = []
+        // Above this many changes (a start, a SIGHUP after a deploy) the list and index are
+        // built again in one pass; below, each change copies one chunk and one shard.
+        let bulkLimit = 1000
         if let sites {
             var replaced: [String: Site?] = [:]
             for (folder, site) in sites.changes {
@@ -134,33 +137,30 @@ struct SnapshotBuilder: Sendable {
                 if old === site { continue }
                 if let old {
                     summary.add(old, -1)
-                    index[old.name] = nil
                     outcome.removedSites += site == nil ? 1 : 0
                 }
                 if let site {
-                    index[site.name] = site
                     touched.append(site.name)
                     outcome.changedSites.append(site)
                 }
                 replaced[folder] = site
             }
-            if !replaced.isEmpty {
-                if sites.rebuild || replaced.count > 64 {
-                    // Many changes (start, SIGHUP): one pass over the list.
-                    var merged = list.filter { replaced[$0.name.description] == nil }
-                    merged.append(contentsOf: replaced.values.compactMap { $0 })
-                    merged.sort { $0.name.description.utf8.lexicographicallyPrecedes($1.name.description.utf8) }
-                    list = merged
-                } else {
-                    for (folder, site) in replaced {
-                        let i = SiteSnapshot.position(of: folder, in: list)
-                        let present = i < list.count && list[i].name.description == folder
-                        switch (present, site) {
-                        case (true, let site?): list[i] = site
-                        case (true, nil): list.remove(at: i)
-                        case (false, let site?): list.insert(site, at: i)
-                        case (false, nil): break
-                        }
+            if replaced.count > bulkLimit {
+                var merged = list.filter { replaced[$0.name.description] == nil }
+                merged.append(contentsOf: replaced.values.compactMap { $0 })
+                merged.sort { $0.name.description.utf8.lexicographicallyPrecedes($1.name.description.utf8) }
+                list = ChunkedList(merged)
+                index = SiteTable(merged)
+            } else {
+                for (folder, site) in replaced {
+                    if let name = SiteName(folder) { index[name] = site }
+                    let i = SiteSnapshot.position(of: folder, in: list)
+                    let present = i < list.count && list[i].name.description == folder
+                    switch (present, site) {
+                    case (true, let site?): list.replace(at: i, with: site)
+                    case (true, nil): list.remove(at: i)
+                    case (false, let site?): list.insert(site, at: i)
+                    case (false, nil): break
                     }
                 }
             }
@@ -180,6 +180,7 @@ struct SnapshotBuilder: Sendable {
                     if dnsName.hasPrefix("a."), let name = SiteName("*." + dnsName.dropFirst(2)), index[name] != nil { recheck.insert(name) }
                 }
             }
+            var updated: [SiteName: Site] = [:]
             for name in recheck {
                 guard let site = index[name] else { continue }
                 let covered = certificates.store.covers(SnapshotBuilder.coverageProbe(name), work: work)
@@ -195,9 +196,18 @@ struct SnapshotBuilder: Sendable {
                     summary.add(site, -1)
                     summary.add(next)
                 }
-                index[name] = next
-                let i = SiteSnapshot.position(of: name.description, in: list)
-                if i < list.count, list[i] === site { list[i] = next }
+                updated[name] = next
+            }
+            if updated.count > bulkLimit {
+                let merged = list.map { updated[$0.name] ?? $0 }
+                list = ChunkedList(merged)
+                index = SiteTable(merged)
+            } else {
+                for (name, next) in updated {
+                    index[name] = next
+                    let i = SiteSnapshot.position(of: name.description, in: list)
+                    if i < list.count, list[i].name == name { list.replace(at: i, with: next) }
+                }
             }
         }
         // New and replaced sites enter the summary as they ended, coverage included.
@@ -335,7 +345,7 @@ struct SnapshotBuilder: Sendable {
     /// The certificate store after a reload, and what changed in it.
     struct CertificateUpdate {
         var store: CertificateStore
-        var files: [String: CertificateFiles]
+        var files: ShardedMap<String, CertificateFiles>
         /// DNS names of the certificates removed, added or replaced.
         var changedNames: Set<String> = []
         var changedWildcards = false
@@ -386,11 +396,12 @@ struct SnapshotBuilder: Sendable {
         }
         var adding: [TLSCertificate] = []
         var acme: Set<String> = []
+        var changedFiles: [String: CertificateFiles?] = [:]
         for (i, (candidate, files)) in toLoad.enumerated() {
             guard let loaded = results[i] else {
                 // A pair that fails to load: the one loaded before goes too, as at start.
                 if previous.certificateFiles[candidate.name] != nil { removed.insert(candidate.name) }
-                update.files[candidate.name] = nil
+                changedFiles[candidate.name] = .some(nil)
                 continue
             }
             let cert = loaded.certificate
@@ -398,9 +409,17 @@ struct SnapshotBuilder: Sendable {
                           "certificate \(cert.name): \(cert.dnsNames.joined(separator: ", ")) (expires \(HTTPDate.format(cert.notAfter)))")
             adding.append(cert)
             if loaded.isACME { acme.insert(cert.name) }
-            update.files[candidate.name] = files
+            changedFiles[candidate.name] = files
         }
-        for name in removed { update.files[name] = nil }
+        for name in removed { changedFiles[name] = .some(nil) }
+        if changedFiles.count > 1000 {
+            var all: [String: CertificateFiles] = [:]
+            for name in update.files.keys { all[name] = update.files[name] }
+            for (name, files) in changedFiles { all[name] = files }
+            update.files = ShardedMap(all.map { ($0.key, $0.value) })
+        } else {
+            for (name, files) in changedFiles { update.files[name] = files }
+        }
         for name in removed.union(adding.map(\.name)) {
             for dnsName in previous.certificates.certificate(named: name)?.dnsNames ?? [] { update.changedNames.insert(dnsName) }
         }
