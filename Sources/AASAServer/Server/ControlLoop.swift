@@ -222,17 +222,15 @@ final class ControlLoop {
             if !pollsConfig {
                 roots.append(config)
                 directories.append((config, .configRoot))
-                for name in (try? DirectoryListing.names(in: config)) ?? [] where !name.hasPrefix(".") {
-                    let path = config + "/" + name
-                    if DirectoryListing.isDirectory(path) { directories.append((path, .site(name))) }
+                for entry in (try? DirectoryListing.entries(in: config)) ?? [] where !entry.name.hasPrefix(".") {
+                    if DirectoryListing.isDirectory(entry, in: config) { directories.append((config + "/" + entry.name, .site(entry.name))) }
                 }
             }
             if let certs {
                 roots.append(certs)
                 directories.append((certs, .certsRoot))
-                for name in (try? DirectoryListing.names(in: certs)) ?? [] where !name.hasPrefix(".") {
-                    let path = certs + "/" + name
-                    if DirectoryListing.isDirectory(path) { directories.append((path, .certificate(name))) }
+                for entry in (try? DirectoryListing.entries(in: config)) ?? [] where !entry.name.hasPrefix(".") {
+                    if DirectoryListing.isDirectory(entry, in: config) { directories.append((config + "/" + entry.name, .site(entry.name))) }
                 }
             }
             watcher.update(roots: roots, directories: directories)

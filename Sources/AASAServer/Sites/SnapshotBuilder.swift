@@ -95,9 +95,13 @@ struct SnapshotBuilder: Sendable {
 
         // The site folders to look at, and the ones read whatever their stamps.
         let names: [String]
+        // What readdir said each entry is (saves a stat per site at start), when listed.
+        var isDirectory: [Bool?] = []
         if scope.allSites {
             do {
-                names = try DirectoryListing.names(in: configDirectory)
+                let entries = try DirectoryListing.entries(in: configDirectory)
+                names = entries.map(\.name)
+                isDirectory = entries.map(\.isDirectory)
             } catch {
                 log.error("config: cannot read \(configDirectory): \(error); every site keeps serving as it was")
                 return finish(previous: previous, sites: nil, certificates: certificates, findings: findings)
@@ -105,7 +109,7 @@ struct SnapshotBuilder: Sendable {
         } else {
             names = Array(scope.sites.union(scope.checkedSites))
         }
-        let loaded = loadSites(names, previous: previous, forced: scope.sites, findings: findings)
+        let loaded = loadSites(names, isDirectory: isDirectory, previous: previous, forced: scope.sites, findings: findings)
         var changes = loaded
         if scope.allSites {
             // Sites whose folders are gone.
@@ -255,18 +259,19 @@ struct SnapshotBuilder: Sendable {
     // MARK: - Sites
 
     /// Loads the named folders; nil for a folder that is not (or no longer) a site.
-    private func loadSites(_ names: [String], previous: SiteSnapshot, forced: Set<String>,
+    private func loadSites(_ names: [String], isDirectory: [Bool?], previous: SiteSnapshot, forced: Set<String>,
                            findings: StartupFindings) -> [(folder: String, site: Site?)] {
         let results = SnapshotBuilder.map(names.count) { i in
-            loadSite(names[i], previous: previous, forced: forced.contains(names[i]), findings: findings)
+            loadSite(names[i], isDirectory: i < isDirectory.count ? isDirectory[i] : nil, previous: previous,
+                     forced: forced.contains(names[i]), findings: findings)
         }
         return names.indices.map { (names[$0], results[$0]) }
     }
 
-    private func loadSite(_ name: String, previous: SiteSnapshot, forced: Bool, findings: StartupFindings) -> Site? {
+    private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, findings: StartupFindings) -> Site? {
         guard !name.hasPrefix(".") else { return nil }
         let folder = configDirectory + "/" + name
-        guard DirectoryListing.isDirectory(folder) else { return nil }
+        guard isDirectory ?? DirectoryListing.isDirectory(folder) else { return nil }
         guard let siteName = SiteName(name) else {
             log.debug("config: \(folder) is not a site (folder names are lower-case host names or *.host)")
             return nil
@@ -439,8 +444,13 @@ struct SnapshotBuilder: Sendable {
         // Refused before it is opened at all, where stat can tell: opening a device can have
         // effects of its own. fstat below decides, in case the file changes in between.
         var before = stat()
-        if stat(path, &before) == 0, before.st_mode & S_IFMT != S_IFREG {
-            throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+        if stat(path, &before) == 0 {
+            if before.st_mode & S_IFMT != S_IFREG {
+                throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+            }
+        } else if errno == ENOENT || errno == ENOTDIR {
+            // No such file: most sites have one or two of the four kinds.
+            return nil
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
