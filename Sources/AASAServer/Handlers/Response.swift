@@ -20,11 +20,20 @@ public final class ResponseHead: @unchecked Sendable {
     let http2Fields: [FieldSpan]
     let http2Bytes: UnsafeMutablePointer<UInt8>
 
+    /// Offsets and lengths in `http2Bytes`, 16 bits each: a head is a few hundred bytes, and
+    /// a site keeps two heads (200 and 304) per file version.
     struct FieldSpan {
-        var name: Int
-        var nameLength: Int
-        var value: Int
-        var valueLength: Int
+        private var storage: (UInt16, UInt16, UInt16, UInt16)
+        var name: Int { Int(storage.0) }
+        var nameLength: Int { Int(storage.1) }
+        var value: Int { Int(storage.2) }
+        var valueLength: Int { Int(storage.3) }
+
+        init(name: Int, nameLength: Int, value: Int, valueLength: Int) {
+            // A header section is bounded far below 64 KiB (the fields are the server's own).
+            precondition(value + valueLength <= Int(UInt16.max), "response head over 64 KiB")
+            storage = (UInt16(name), UInt16(nameLength), UInt16(value), UInt16(valueLength))
+        }
     }
 
     init(status: HTTPStatus, fields: [(name: String, value: String)], contentLength: Int?) {

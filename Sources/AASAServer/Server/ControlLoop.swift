@@ -303,7 +303,9 @@ final class DirectoryWatcher {
     /// What one watch descriptor stands for: directories watched for any change inside, and
     /// names watched in a parent directory (only events about those names count).
     private struct Watch {
-        var directories: [String: Role] = [:]
+        /// Almost always one (two paths to one inode are rare): a small array, not a
+        /// dictionary per watch, at 100 000 site folders.
+        var directories: [(path: String, role: Role)] = []
         var names: Set<String> = []
     }
 
@@ -385,7 +387,8 @@ final class DirectoryWatcher {
             if announce { settle() }
             return
         }
-        watches[wd, default: Watch()].directories[path] = role
+        watches[wd, default: Watch()].directories.removeAll { $0.path == path }
+        watches[wd, default: Watch()].directories.append((path, role))
         byDirectory[path] = (wd, identity, role)
         if unwatched.removeValue(forKey: path) != nil, announce { settle() }
     }
@@ -461,7 +464,7 @@ final class DirectoryWatcher {
 
     private func detach(directory path: String) {
         guard let (wd, _, _) = byDirectory.removeValue(forKey: path) else { return }
-        watches[wd]?.directories[path] = nil
+        watches[wd]?.directories.removeAll { $0.path == path }
         removeIfUnused(wd)
     }
 
@@ -521,7 +524,7 @@ final class DirectoryWatcher {
                     }
                     continue
                 }
-                for role in watch.directories.values { DirectoryWatcher.note(role, name: name, in: &scope) }
+                for (_, role) in watch.directories { DirectoryWatcher.note(role, name: name, in: &scope) }
                 if !watch.names.isEmpty {
                     if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                         scope.formUnion(.everything)

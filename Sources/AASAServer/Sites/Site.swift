@@ -252,10 +252,19 @@ extension ShardedMap {
     var isEmpty: Bool { count == 0 }
 }
 
-/// A certificate's files as loaded.
+/// A certificate's files as loaded: which layout, and their stamps (the paths follow from the
+/// name and the layout, so they are not kept for each of 100 000 certificates).
 struct CertificateFiles: Equatable, Sendable {
-    var certificate: String
-    var key: String
+    /// The certificate file's path relative to its pair's name: `.crt`, `.pem` or
+    /// `/fullchain.pem` (the certbot layout); anything else kept as its last bytes.
+    var layout: Substring
     var certificateStamp: FileStamp?
     var keyStamp: FileStamp?
+
+    init(certificate: String, certificateStamp: FileStamp?, keyStamp: FileStamp?) {
+        let suffixes = ["/fullchain.pem", ".crt", ".pem"]
+        layout = Substring(suffixes.first { certificate.hasSuffix($0) } ?? certificate)
+        self.certificateStamp = certificateStamp
+        self.keyStamp = keyStamp
+    }
 }

@@ -384,7 +384,7 @@ struct SnapshotBuilder: Sendable {
                 if before != nil { removed.insert(name) }
                 continue
             }
-            let files = CertificateFiles(certificate: candidate.certificate, key: candidate.key,
+            let files = CertificateFiles(certificate: candidate.certificate,
                                          certificateStamp: FileStamp(path: candidate.certificate), keyStamp: FileStamp(path: candidate.key))
             if let before, before == files, !scope.certificates.contains(name) { continue }
             toLoad.append((candidate, files))
