@@ -68,6 +68,9 @@ private func hosts(_ page: [String: Any]) -> [String] {
 
     @Test func metricsGiveTheFirstSitesTheirOwnLabelAndCountTheRestAsOther() throws {
         let server = try ServerProcess(sites: ServeManySitesTests.sites(6), extraArguments: ["--metrics-sites", "3"])
+        // An unconfigured host counts as "unknown" and takes no site's slot.
+        let unknown = try RawHTTP.exchange(port: server.http, "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: nowhere.example\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.status(unknown) == 404)
         for i in 0..<6 {
             for _ in 0..<2 {
                 let r = try RawHTTP.exchange(port: server.http, "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: s0\(i).example.com\r\nConnection: close\r\n\r\n")
@@ -80,7 +83,7 @@ private func hosts(_ page: [String: Any]) -> [String] {
             guard let start = line.range(of: "site=\""), let end = line[start.upperBound...].firstIndex(of: "\"") else { return nil }
             return String(line[start.upperBound..<end])
         })
-        #expect(labels == ["s00.example.com", "s01.example.com", "s02.example.com", "other"], "\(requestLines)")
+        #expect(labels == ["unknown", "s00.example.com", "s01.example.com", "s02.example.com", "other"], "\(requestLines)")
         #expect(metrics.contains(#"aasa_requests_total{site="other",status="200"} 6"#), "\(requestLines)")
         #expect(metrics.contains(#"aasa_certificates_expiring{within="14d"} "#))
         #expect(metrics.contains("aasa_certificate_earliest_expiry_timestamp_seconds "))

@@ -42,9 +42,14 @@ final class SiteLabels: Sendable {
         self.capacity = max(0, capacity)
     }
 
+    /// Labels that are not sites (unconfigured hosts, the admin listener, the dashboard): they
+    /// never take a slot.
+    static let fixed: Set<String> = ["", "unknown", "dashboard", SiteLabels.other]
+
     /// The site itself while there is room or it has its slot already, else `other`.
     func label(for site: String) -> String {
-        admitted.withLock { admitted in
+        if SiteLabels.fixed.contains(site) { return site }
+        return admitted.withLock { admitted in
             if admitted.contains(site) { return site }
             guard admitted.count < capacity else { return SiteLabels.other }
             admitted.insert(site)

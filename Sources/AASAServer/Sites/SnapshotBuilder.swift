@@ -278,7 +278,7 @@ struct SnapshotBuilder: Sendable {
         }
         work?.add()
         let old = previous.index[siteName]
-        // A folder with any of the association files is a site (SPEC 2.1).
+        // A folder with any of the association files is a site (README, "Config directory").
         let files = AssociationFileKind.allCases.compactMap { kind in
             loadFile(kind, in: folder, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced, findings: findings)
         }
