@@ -89,6 +89,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("acme-challenge"), help: "tls-alpn-01 (default, on --https) or http-01 (on --http).")
     var acmeChallenge: String?
 
+    @Option(name: .customLong("acme-order-rate"), help: "New ACME orders per 3 hours, renewals included (default 300, Let's Encrypt's limit).")
+    var acmeOrderRate: Int?
+
     @Option(name: .customLong("acme-eab-kid"), help: "External account binding key identifier.")
     var acmeEABKid: String?
 
@@ -164,6 +167,7 @@ struct ServeCommand: ParsableCommand {
         a.directory = acmeDirectory ?? env["AASA_ACME_DIRECTORY"] ?? ACMEConfiguration.letsEncrypt
         guard a.directory.lowercased().hasPrefix("https://") else { throw ValidationError("--acme-directory must be an https:// URL") }
         a.caRoot = acmeCARoot ?? env["AASA_ACME_CA_ROOT"]
+        a.orderRate = try positive(acmeOrderRate ?? env.int("AASA_ACME_ORDER_RATE") ?? a.orderRate, "--acme-order-rate")
         if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("--acme-ca-root: cannot read \(root)") }
         let challenge = acmeChallenge ?? env["AASA_ACME_CHALLENGE"] ?? ChallengeType.tlsALPN01.rawValue
         guard let type = ChallengeType(rawValue: challenge) else { throw ValidationError("--acme-challenge must be tls-alpn-01 or http-01") }

@@ -32,6 +32,8 @@ final class ACMEScheduler: @unchecked Sendable {
     private var recreatedAccount = false
     /// Challenges other replicas published (`TYPE/NAME` → key authorization), answered here too.
     private var foreign: [String: String] = [:]
+    /// New orders, renewals included, at `--acme-order-rate` per 3 hours.
+    private var bucket: OrderBucket
 
     init(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
         self.configuration = configuration
@@ -39,6 +41,7 @@ final class ACMEScheduler: @unchecked Sendable {
         self.state = state
         self.status = status
         self.log = log
+        bucket = OrderBucket(capacity: configuration.orderRate, now: monotonicMilliseconds())
     }
 
     /// Never joined: at shutdown it notices the drain within a second, and the process may
@@ -54,12 +57,27 @@ final class ACMEScheduler: @unchecked Sendable {
             log.error("acme: \(error); no certificates will be ordered")
             return
         }
-        log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory)")
+        log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory), at most \(configuration.orderRate) orders per 3 hours")
+        ACMEDemand.shared.isEnabled = true
         while !state.draining.load(ordering: .relaxed) {
             syncSharedChallenges()
             let snapshot = state.snapshots.load().0
             let now = monotonicMilliseconds()
-            if let host = dueHosts(snapshot).first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now }) {
+            // The names clients asked for first, then site order.
+            let demand = ACMEDemand.shared.current
+            var due = dueHosts(snapshot)
+            if !demand.isEmpty {
+                due = due.filter { demand.contains($0) } + due.filter { !demand.contains($0) }
+            }
+            let ready = due.first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now })
+            // The next order starts when the bucket has a token and a waiting host's back-off is over.
+            let earliest = due.lazy.map { self.backoff[$0]?.nextAttempt ?? now }.min() ?? now
+            let nextOrder = max(bucket.nextOrder(now: now), earliest, now)
+            status.setQueue(ACMEStatus.Queue(queued: due.count,
+                                             nextOrderAt: due.isEmpty ? nil : wallClockSeconds() + Int((nextOrder - now + 999) / 1000)))
+            if let host = ready, bucket.take(now: now) {
+                ACMEDemand.shared.remove(host)
+                status.setQueue(ACMEStatus.Queue(queued: max(0, due.count - 1), nextOrderAt: nil))
                 attempt(host)
             } else {
                 // Sites, certificates and shared challenges are looked at five times a second:

@@ -213,6 +213,8 @@ private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePoi
     let store = Unmanaged<CertificateStore>.fromOpaque(raw).takeUnretainedValue()
     guard let namePointer = SSL_get_servername(ssl, Int32(TLSEXT_NAMETYPE_host_name)) else { return aasa_tlsext_ok() }
     let serverName = String(cString: namePointer).lowercased()
+    // With --acme, a name no certificate covers moves to the front of the order queue.
+    if ACMEDemand.shared.isEnabled, store.covering(serverName) == nil { ACMEDemand.shared.note(serverName) }
     if let cert = store.select(serverName: serverName), let context = cert.retainedContext() {
         if context != SSL_get_SSL_CTX(ssl) { SSL_set_SSL_CTX(ssl, context) }
         SSL_CTX_free(context)
