@@ -47,4 +47,16 @@ import Testing
         status.write(to: &empty)
         #expect(empty.output.contains(#""nextOrderAt":null"#))
     }
+
+    @Test func renewalsSpreadOverATwentiethOfTheLifetimeAfterTwoThirds() {
+        let day = 86_400
+        let starts = (0..<1000).map { 1_800_000_000 + $0 }
+        let offsets = starts.map { start -> Int in
+            let validity = CertificateValidity(notBefore: start, notAfter: start + 90 * day)
+            #expect(validity.renewAfter == validity.renewAfter, "the same time every time")
+            return validity.renewAfter - (start + 60 * day)
+        }
+        #expect(offsets.allSatisfy { $0 >= 0 && $0 < 90 * day / 20 })
+        #expect(Set(offsets.map { $0 / 3600 }).count > 50, "certificates issued a second apart fall due hours apart")
+    }
 }
