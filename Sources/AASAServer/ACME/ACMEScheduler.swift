@@ -59,13 +59,19 @@ final class ACMEScheduler: @unchecked Sendable {
         }
         log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory), at most \(configuration.orderRate) orders per 3 hours")
         ACMEDemand.shared.isEnabled = true
+        // The hosts due, looked for again when the snapshot changes, after an order, and every
+        // 5 s (renewals fall due with time): not five walks over 100 000 sites a second.
+        var cached: (generation: Int, at: Int64, due: [String])?
         while !state.draining.load(ordering: .relaxed) {
             syncSharedChallenges()
-            let snapshot = state.snapshots.load().0
+            let (snapshot, generation) = state.snapshots.load()
             let now = monotonicMilliseconds()
+            if cached == nil || cached?.generation != generation || now - (cached?.at ?? now) >= 5_000 {
+                cached = (generation, now, dueHosts(snapshot))
+            }
             // The names clients asked for first, then site order.
             let demand = ACMEDemand.shared.current
-            var due = dueHosts(snapshot)
+            var due = cached?.due ?? []
             if !demand.isEmpty {
                 due = due.filter { demand.contains($0) } + due.filter { !demand.contains($0) }
             }
@@ -77,8 +83,12 @@ final class ACMEScheduler: @unchecked Sendable {
                                              nextOrderAt: due.isEmpty ? nil : wallClockSeconds() + Int((nextOrder - now + 999) / 1000)))
             if let host = ready, bucket.take(now: now) {
                 ACMEDemand.shared.remove(host)
-                status.setQueue(ACMEStatus.Queue(queued: max(0, due.count - 1), nextOrderAt: nil))
+                let waiting = max(0, due.count - 1)
+                let next = bucket.nextOrder(now: now)
+                status.setQueue(ACMEStatus.Queue(queued: waiting,
+                                                 nextOrderAt: waiting == 0 ? nil : wallClockSeconds() + Int((next - now + 999) / 1000)))
                 attempt(host)
+                cached = nil
             } else {
                 // Sites, certificates and shared challenges are looked at five times a second:
                 // a new site gets its order right after the reload that found it.
