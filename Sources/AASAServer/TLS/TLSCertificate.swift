@@ -34,9 +34,26 @@ public final class TLSCertificate: @unchecked Sendable {
 
     init(name: String, certificatePath: String, keyPath: String, keys: KeyReader? = nil) throws(TLSError) {
         TLSError.clearQueue()
+        let keys = keys ?? KeyReader()
+        // Read without OpenSSL when the file is plain PEM and the key matches byte for byte
+        // (``CertificateDER``); OpenSSL decides everything else, and the context made on first
+        // use parses the DER with OpenSSL all the same.
+        if let pem = TLSCertificate.readFile(certificatePath), case let ders = PEMBlocks.decode(pem), !ders.isEmpty,
+           let fields = CertificateDER(ders[0]) {
+            let key = try keys.read(keyPath)
+            if fields.publicKeyInfo.elementsEqual(key.publicDER) {
+                self.dnsNames = fields.dnsNames
+                self.notAfter = fields.notAfter
+                self.notBefore = fields.notBefore
+                self.certificatesDER = ders
+                self.keyDER = key.der
+                self.alpnOffersH2 = TLSCertificate.offersHTTP2
+                self.name = name
+                return
+            }
+        }
         let chain = try TLSCertificate.readChain(certificatePath)
         defer { for cert in chain { X509_free(cert) } }
-        let keys = keys ?? KeyReader()
         let key = try keys.read(keyPath)
         // The same public key, byte for byte; else OpenSSL decides (another encoding of the point).
         let certificatePublic = KeyReader.encode { i2d_X509_PUBKEY(X509_get_X509_PUBKEY(chain[0]), $0) }
