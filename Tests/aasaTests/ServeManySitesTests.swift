@@ -139,4 +139,23 @@ private func hosts(_ page: [String: Any]) -> [String] {
         #expect(watch["mode"] as? String == "inotify")
         #expect(watch["pollInterval"] is NSNull && watch["lastPassSeconds"] is NSNull)
     }
+
+    /// The development dashboard asks for its sites a page at a time, and searches on the server.
+    @Test func theDashboardAPIPagesAndSearchesTheSites() throws {
+        let server = try ServerProcess(sites: ServeManySitesTests.sites(5), dev: true)
+        func api(_ path: String) throws -> [String: Any] {
+            let r = try RawHTTP.exchange(port: server.http, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            return try json(RawHTTP.body(r))
+        }
+        let first = try api("/api/sites?limit=2")
+        #expect(hosts(first) == ["s00.example.com", "s01.example.com"])
+        #expect(first["next"] as? String == "s01.example.com")
+        #expect((first["summary"] as? [String: Any])?["sites"] as? Int == 5)
+        let rest = try api("/api/sites?limit=10&after=s01.example.com")
+        #expect(hosts(rest) == ["s02.example.com", "s03.example.com", "s04.example.com"])
+        #expect(rest["next"] is NSNull)
+        #expect(hosts(try api("/api/sites?search=s03")) == ["s03.example.com"])
+        let bad = try RawHTTP.exchange(port: server.http, "GET /api/sites?limit=0 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.status(bad) == 400)
+    }
 }
