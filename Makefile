@@ -19,7 +19,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -250,6 +250,17 @@ bench: deps
 	$(call apt_install,$(BENCH_PACKAGES))
 	$(SWIFT) build -c release --product aasa
 	python3 bench/run.py
+
+# Many sites, each with its own certificate (bench/sites.py): time and memory to ready, TLS
+# handshakes, an edit's latency and CPU, idle CPU, /status and /metrics sizes. Not part of
+# `make test`. BENCH_SITES_COUNTS="1000 10000 100000" for the largest (generating 100 000
+# certificates takes a few minutes, once: they are kept in /tmp/aasa-bench-sites).
+BENCH_SITES_PACKAGES := python3 python3-cryptography
+BENCH_SITES_COUNTS   ?= 1000 10000
+bench-sites: deps
+	$(call apt_install,$(BENCH_SITES_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	BENCH_SITES_COUNTS="$(BENCH_SITES_COUNTS)" python3 bench/sites.py
 
 # Instructions and syscalls per request under callgrind (bench/instr.py): aasa, nginx and h2o.
 # Not part of `make test`; about 10 minutes. `INSTR_ARGS="--scale 0.5 --runs 2"` for a quicker run.

@@ -27,6 +27,7 @@ static inline long aasa_server_modes(void) {
     return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS;
 }
 static inline long aasa_session_cache_server(void) { return SSL_SESS_CACHE_SERVER; }
+static inline long aasa_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add1_chain_cert(ctx, x); }
 static inline long aasa_SSL_CTX_set_read_ahead(SSL_CTX *ctx, long yes) { return SSL_CTX_set_read_ahead(ctx, yes); }
 static inline int aasa_tlsext_ok(void) { return SSL_TLSEXT_ERR_OK; }
 static inline int aasa_tlsext_noack(void) { return SSL_TLSEXT_ERR_NOACK; }

@@ -64,6 +64,15 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("cache-max-age"), help: "Cache-Control max-age in seconds (default 3600).")
     var cacheMaxAge: Int?
 
+    @Option(name: .customLong("metrics-sites"), help: "Sites with a label of their own in /metrics, the first to get requests; the rest count as site=\"other\" (default 1000).")
+    var metricsSites: Int?
+
+    @Option(name: .customLong("watch"), help: "auto, inotify or poll: how changes in --config and --certs are seen (default auto: poll on a network filesystem).")
+    var watch: String?
+
+    @Option(name: .customLong("poll-interval"), help: "Seconds between passes of --watch poll (default 30).")
+    var pollInterval: Int?
+
     @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default 10).")
     var shutdownGrace: Int?
 
@@ -81,6 +90,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(name: .customLong("acme-challenge"), help: "tls-alpn-01 (default, on --https) or http-01 (on --http).")
     var acmeChallenge: String?
+
+    @Option(name: .customLong("acme-order-rate"), help: "New ACME orders per 3 hours, renewals included (default 300, Let's Encrypt's limit).")
+    var acmeOrderRate: Int?
 
     @Option(name: .customLong("acme-eab-kid"), help: "External account binding key identifier.")
     var acmeEABKid: String?
@@ -152,6 +164,11 @@ struct ServeCommand: ParsableCommand {
         case "off", "0", "false", "no": c.http2Enabled = false
         default: throw ValidationError("--http2 must be on or off, got \(http2Text)")
         }
+        c.metricsSites = try positive(metricsSites ?? env.int("AASA_METRICS_SITES") ?? 1000, "--metrics-sites")
+        let watchText = (watch ?? env["AASA_WATCH"] ?? "auto").lowercased()
+        guard let watchMode = WatchMode(rawValue: watchText) else { throw ValidationError("--watch must be auto, inotify or poll, got \(watchText)") }
+        c.watchMode = watchMode
+        c.pollIntervalSeconds = try positive(pollInterval ?? env.int("AASA_POLL_INTERVAL") ?? 30, "--poll-interval")
         c.dev = dev
         if acme || env.flag("AASA_ACME") { c.acme = try acmeConfiguration(c, env) }
         c.cdnWatch = try cdnWatchConfiguration(dev: dev, env)
@@ -168,6 +185,7 @@ struct ServeCommand: ParsableCommand {
         a.directory = acmeDirectory ?? env["AASA_ACME_DIRECTORY"] ?? ACMEConfiguration.letsEncrypt
         guard a.directory.lowercased().hasPrefix("https://") else { throw ValidationError("--acme-directory must be an https:// URL") }
         a.caRoot = acmeCARoot ?? env["AASA_ACME_CA_ROOT"]
+        a.orderRate = try positive(acmeOrderRate ?? env.int("AASA_ACME_ORDER_RATE") ?? a.orderRate, "--acme-order-rate")
         if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("--acme-ca-root: cannot read \(root)") }
         let challenge = acmeChallenge ?? env["AASA_ACME_CHALLENGE"] ?? ChallengeType.tlsALPN01.rawValue
         guard let type = ChallengeType(rawValue: challenge) else { throw ValidationError("--acme-challenge must be tls-alpn-01 or http-01") }

@@ -22,7 +22,7 @@ private func handshake(with certificate: TLSCertificate) throws -> String? {
     guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { return nil }
     defer { close(fds[0]); close(fds[1]) }
     for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-    let server = try TLSStream(serverContext: certificate.context, fd: fds[0])
+    let server = try TLSStream(serverContext: certificate.testContext, fd: fds[0])
     let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["h2", "http/1.1"]), fd: fds[1], serverName: "example.com")
     var serverDone = false, clientDone = false
     for _ in 0..<100 where !(serverDone && clientDone) {

@@ -31,7 +31,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a); close(b) }
-        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "www.example.com")
         let (s, c) = Self.handshake(server, client)
         #expect(s == .done(0))
@@ -55,7 +55,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a); close(b) }
-        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "other.example.net")
         let (_, c) = Self.handshake(server, client)
         guard case .failed = c else {
@@ -69,7 +69,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a); close(b) }
-        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
         // The system store does not know the test CA.
         let client = try TLSStream(client: TLSClientContext(verifyPeer: false), fd: b, serverName: "example.com")
         let (s, c) = Self.handshake(server, client)
@@ -82,7 +82,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a) }
-        let server = try TLSStream(serverContext: certificate.context, fd: a)
+        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "example.com")
         _ = Self.handshake(server, client)
         client.shutdown()

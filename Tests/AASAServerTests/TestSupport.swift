@@ -1,4 +1,5 @@
 import AASACore
+import COpenSSL
 import ChildProcess
 import Foundation
 import Testing
@@ -117,4 +118,14 @@ struct TestClient {
     }
 
     func close() { Glibc.close(fd) }
+}
+
+extension TLSCertificate {
+    /// The cached context, for a test that makes a stream from it (SSL_new takes its own
+    /// reference; the cache keeps this one while the test runs).
+    var testContext: OpaquePointer {
+        let context = retainedContext()!
+        SSL_CTX_free(context)
+        return context
+    }
 }

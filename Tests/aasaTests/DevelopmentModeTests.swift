@@ -11,7 +11,7 @@ import Testing
                          newest: AssociationFile(kind: .aasa, #"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#)),
             ])
         }
-        return SiteSnapshot(sites: sites, certificates: .empty, certificateFingerprint: [])
+        return SiteSnapshot(sites: sites, certificates: .empty)
     }
 
     @Test func theUnknownHostMessageListsTheConfiguredHosts() {

@@ -1,4 +1,4 @@
-/// Any association file a site hosts (SPEC 2.1): its kind, its bytes and everything wrong with
+/// Any association file a site hosts (docs/serving.md, "Config directory"): its kind, its bytes and everything wrong with
 /// them. The question the server and `aasa validate` ask of every file, whatever its kind:
 /// may it be served (``isValid``), what is wrong (``diagnostics``), and what exactly to send
 /// (``bytes``, with ``contentType`` at ``urlPath``).
@@ -29,6 +29,20 @@ public struct AssociationFile: Sendable {
     public var contentType: String { kind.contentType }
     /// The path the file is served at (``AssociationFileKind/urlPath``).
     public var urlPath: String { kind.urlPath }
+
+    private init(kind: AssociationFileKind, bytes: [UInt8], diagnostics: [Diagnostic], count: DiagnosticCount) {
+        self.kind = kind
+        self.bytes = bytes
+        self.diagnostics = diagnostics
+        self.count = count
+        self.aasa = nil
+    }
+
+    /// The same file without its parsed reading (``aasa`` is nil): what a server that only
+    /// serves the bytes keeps, a fraction of the memory. `AASAFile(bytes:)` reads it again.
+    public func compacted() -> AssociationFile {
+        AssociationFile(kind: kind, bytes: bytes, diagnostics: diagnostics, count: count)
+    }
 
     /// Validates `bytes` by the rules of `kind`.
     public init(kind: AssociationFileKind, bytes: [UInt8]) {

@@ -16,6 +16,8 @@ public struct ACMEConfiguration: Sendable {
     public var externalAccountMACKey: [UInt8]?
     /// The first retry after a failure; it doubles per failure up to ``maximumRetryMilliseconds``.
     /// One minute; `AASA_ACME_RETRY_BASE_MS` shortens it, for tests only.
+    /// New orders per 3 hours (`--acme-order-rate`): the bucket of ``OrderBucket``.
+    public var orderRate = OrderBucket.defaultCapacity
     public var retryBaseMilliseconds: Int64 = 60_000
     public var maximumRetryMilliseconds: Int64 = 6 * 3_600_000
 

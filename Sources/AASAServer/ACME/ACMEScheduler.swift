@@ -32,6 +32,8 @@ final class ACMEScheduler: @unchecked Sendable {
     private var recreatedAccount = false
     /// Challenges other replicas published (`TYPE/NAME` → key authorization), answered here too.
     private var foreign: [String: String] = [:]
+    /// New orders, renewals included, at `--acme-order-rate` per 3 hours.
+    private var bucket: OrderBucket
 
     init(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
         self.configuration = configuration
@@ -39,6 +41,7 @@ final class ACMEScheduler: @unchecked Sendable {
         self.state = state
         self.status = status
         self.log = log
+        bucket = OrderBucket(capacity: configuration.orderRate, now: monotonicMilliseconds())
     }
 
     /// Never joined: at shutdown it notices the drain within a second, and the process may
@@ -54,13 +57,38 @@ final class ACMEScheduler: @unchecked Sendable {
             log.error("acme: \(error); no certificates will be ordered")
             return
         }
-        log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory)")
+        log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory), at most \(configuration.orderRate) orders per 3 hours")
+        ACMEDemand.shared.isEnabled = true
+        // The hosts due, looked for again when the snapshot changes, after an order, and every
+        // 5 s (renewals fall due with time): not five walks over 100 000 sites a second.
+        var cached: (generation: Int, at: Int64, due: [String])?
         while !state.draining.load(ordering: .relaxed) {
             syncSharedChallenges()
-            let snapshot = state.snapshots.load().0
+            let (snapshot, generation) = state.snapshots.load()
             let now = monotonicMilliseconds()
-            if let host = dueHosts(snapshot).first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now }) {
+            if cached == nil || cached?.generation != generation || now - (cached?.at ?? now) >= 5_000 {
+                cached = (generation, now, dueHosts(snapshot))
+            }
+            // The names clients asked for first, then site order.
+            let demand = ACMEDemand.shared.current
+            var due = cached?.due ?? []
+            if !demand.isEmpty {
+                due = due.filter { demand.contains($0) } + due.filter { !demand.contains($0) }
+            }
+            let ready = due.first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now })
+            // The next order starts when the bucket has a token and a waiting host's back-off is over.
+            let earliest = due.lazy.map { self.backoff[$0]?.nextAttempt ?? now }.min() ?? now
+            let nextOrder = max(bucket.nextOrder(now: now), earliest, now)
+            status.setQueue(ACMEStatus.Queue(queued: due.count,
+                                             nextOrderAt: due.isEmpty ? nil : wallClockSeconds() + Int((nextOrder - now + 999) / 1000)))
+            if let host = ready, bucket.take(now: now) {
+                ACMEDemand.shared.remove(host)
+                let waiting = max(0, due.count - 1)
+                let next = bucket.nextOrder(now: now)
+                status.setQueue(ACMEStatus.Queue(queued: waiting,
+                                                 nextOrderAt: waiting == 0 ? nil : wallClockSeconds() + Int((next - now + 999) / 1000)))
                 attempt(host)
+                cached = nil
             } else {
                 // Sites, certificates and shared challenges are looked at five times a second:
                 // a new site gets its order right after the reload that found it.
@@ -96,6 +124,7 @@ final class ACMEScheduler: @unchecked Sendable {
     /// Hosts to order now, in site order: uncovered ones, and ACME ones due for renewal.
     private func dueHosts(_ snapshot: SiteSnapshot) -> [String] {
         var hosts: [String] = []
+        var seen: Set<String> = []
         for site in snapshot.sites {
             if site.name.isWildcard {
                 if !reportedWildcards.contains(site.name.description) {
@@ -105,7 +134,7 @@ final class ACMEScheduler: @unchecked Sendable {
                 }
             }
             // A wildcard site also serves its base name, a plain name (SPEC 2, 3.10).
-            if !hosts.contains(site.name.host) { hosts.append(site.name.host) }
+            if seen.insert(site.name.host).inserted { hosts.append(site.name.host) }
         }
         status.keep(only: Set(hosts + snapshot.sites.filter(\.name.isWildcard).map(\.name.description)))
         let now = wallClockSeconds()

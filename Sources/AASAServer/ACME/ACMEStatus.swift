@@ -28,6 +28,19 @@ public final class ACMEStatus: Sendable {
     let challenge: ChallengeType
     private let entries = Mutex<[String: Entry]>([:])
 
+    /// The queue (README, "Automatic certificates"): hosts waiting for an order (those under
+    /// way excluded), and when the next may start (Unix seconds; nil when nothing waits).
+    struct Queue: Sendable, Equatable {
+        var queued = 0
+        var nextOrderAt: Int?
+    }
+
+    private let queue = Mutex(Queue())
+
+    func setQueue(_ value: Queue) {
+        queue.withLock { $0 = value }
+    }
+
     init(directory: String, challenge: ChallengeType) {
         self.directory = directory
         self.challenge = challenge
@@ -48,7 +61,14 @@ public final class ACMEStatus: Sendable {
 
     func write(to w: inout JSONWriter) {
         let snapshot = entries.withLock { $0 }
+        let queue = queue.withLock { $0 }
         w.beginObject()
+        w.key("queued"); w.value(queue.queued)
+        w.key("nextOrderAt"); w.value(queue.nextOrderAt.map { HTTPDate.iso8601(milliseconds: Int64($0) * 1000) })
+        w.key("ordering")
+        w.beginArray()
+        for (host, entry) in snapshot.sorted(by: { $0.key < $1.key }) where entry.state == .ordering { w.value(host) }
+        w.endArray()
         w.key("directory"); w.value(directory)
         w.key("challenge"); w.value(challenge.rawValue)
         w.key("hosts")
@@ -64,4 +84,38 @@ public final class ACMEStatus: Sendable {
         w.endArray()
         w.endObject()
     }
+}
+
+/// Names clients asked for in a ClientHello that no certificate covers (README, "Automatic
+/// certificates"): the ACME queue orders those first. Bounded: a scan of random names fills
+/// it, and then it only forgets.
+final class ACMEDemand: Sendable {
+    static let shared = ACMEDemand()
+    static let capacity = 10_000
+
+    private let enabled = Atomic<Bool>(false)
+    private let names = Mutex<Set<String>>([])
+
+    /// Off until the ACME thread starts: without `--acme` a handshake records nothing.
+    var isEnabled: Bool {
+        get { enabled.load(ordering: .relaxed) }
+        set { enabled.store(newValue, ordering: .relaxed) }
+    }
+
+    func note(_ name: String) {
+        names.withLock { names in
+            if names.count < ACMEDemand.capacity { names.insert(name) }
+        }
+    }
+
+    func contains(_ name: String) -> Bool {
+        names.withLock { $0.contains(name) }
+    }
+
+    func remove(_ name: String) {
+        _ = names.withLock { $0.remove(name) }
+    }
+
+    /// The names asked for, to order first.
+    var current: Set<String> { names.withLock { $0 } }
 }

@@ -199,13 +199,29 @@ struct ACMEStorage {
     }
 }
 
-/// A certificate's validity period, and when ACME renews it: once less than a third of its
-/// lifetime is left (SPEC 3.10; Let's Encrypt's 90-day certificates renew at 60 days).
+/// A certificate's validity period, and when ACME renews it: at a random time within
+/// lifetime/20 after less than a third of its lifetime is left (README, "Automatic
+/// certificates"; Let's Encrypt's 90-day certificates renew between day 60 and day 64.5), so
+/// 100 000 certificates issued together do not all fall due in the same minute. The random part
+/// comes from the validity itself: the same certificate gets the same time after a restart.
 struct CertificateValidity: Sendable, Equatable {
     var notBefore: Int
     var notAfter: Int
 
-    var renewAfter: Int { notAfter - (notAfter - notBefore) / 3 }
+    var renewAfter: Int {
+        let lifetime = max(0, notAfter - notBefore)
+        let window = lifetime / 20
+        guard window > 0 else { return notAfter - lifetime / 3 }
+        return notAfter - lifetime / 3 + Int(CertificateValidity.mix(UInt64(bitPattern: Int64(notBefore)) &* 31 &+ UInt64(bitPattern: Int64(notAfter))) % UInt64(window))
+    }
+
+    /// SplitMix64's finaliser: well spread bits from nearby inputs (certificates a second apart).
+    private static func mix(_ x: UInt64) -> UInt64 {
+        var z = x &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 
     init(notBefore: Int, notAfter: Int) {
         self.notBefore = notBefore

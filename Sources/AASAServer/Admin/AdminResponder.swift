@@ -22,8 +22,29 @@ enum AdminResponder {
         case "/metrics":
             return .message(.ok, metrics(state), request: request, site: "", contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/status":
-            return .message(.ok, status(state.snapshots.load().0, acme: state.acme, appleView: state.appleView) + "\n", request: request, site: "",
-                            contentType: "application/json", extraFields: noStore)
+            let snapshot = state.snapshots.load().0
+            let json = [(name: String, value: String)](noStore)
+            if let host = Dashboard.query(request.target, "site") {
+                // That entry alone.
+                guard let name = SiteName(host), let site = snapshot.index[name] else {
+                    return .message(.notFound, errorJSON("no site \(host)") + "\n", request: request, site: "",
+                                    contentType: "application/json", extraFields: json)
+                }
+                return .message(.ok, status(snapshot, page: ([site], nil), certificatePage: certificatePage(for: site, snapshot),
+                                            acme: state.acme, watch: state.watch.current(), appleView: state.appleView) + "\n",
+                                request: request, site: "", contentType: "application/json", extraFields: json)
+            }
+            switch SitePage.parse(target: request.target) {
+            case .failure(let error):
+                return .message(.badRequest, errorJSON(error.message) + "\n", request: request, site: "",
+                                contentType: "application/json", extraFields: json)
+            case .success(let page):
+                let certificatesAfter = Dashboard.query(request.target, "certificatesAfter")
+                return .message(.ok, status(snapshot, page: page.select(from: snapshot),
+                                            certificatePage: certificatePage(after: certificatesAfter, limit: page.limit, snapshot),
+                                            acme: state.acme, watch: state.watch.current(), appleView: state.appleView) + "\n",
+                                request: request, site: "", contentType: "application/json", extraFields: json)
+            }
         default:
             return .message(.notFound, "not found: try /healthz, /readyz, /metrics or /status\n", request: request, site: "")
         }
@@ -51,13 +72,65 @@ enum AdminResponder {
         }
     }
 
-    static func status(_ snapshot: SiteSnapshot, acme: ACMEStatus? = nil, appleView: AppleView? = nil) -> String {
-        let apple = appleView?.listing() ?? AppleView.Listing(fetches: [:], cdn: nil)
+    static func errorJSON(_ message: String) -> String {
         var w = JSONWriter()
         w.beginObject()
+        w.key("error"); w.value(message)
+        w.endObject()
+        return w.output
+    }
+
+    /// The certificates of one page: at most `limit`, in byte order of name, after a name.
+    static func certificatePage(after: String?, limit: Int, _ snapshot: SiteSnapshot) -> (certificates: ArraySlice<TLSCertificate>, next: String?) {
+        let all = snapshot.certificates.certificates
+        var low = 0, high = all.count
+        if let after {
+            while low < high {
+                let mid = (low + high) / 2
+                if CertificateStore.precedes(after, all[mid].name) { high = mid } else { low = mid + 1 }
+            }
+        } else {
+            high = 0
+        }
+        let start = low
+        let end = min(all.count, start + limit)
+        return (all[start..<end], end < all.count ? all[end - 1].name : nil)
+    }
+
+    /// With `?site=`: the certificate a handshake for the site gets, when one covers it.
+    static func certificatePage(for site: Site, _ snapshot: SiteSnapshot) -> (certificates: ArraySlice<TLSCertificate>, next: String?) {
+        let probe = SnapshotBuilder.coverageProbe(site.name)
+        guard let cert = snapshot.certificates.covering(probe) else { return ([], nil) }
+        return ([cert][...], nil)
+    }
+
+    /// `/status` (README, "Admin"): the summary, one page of sites and of certificates.
+    static func status(_ snapshot: SiteSnapshot, page: (sites: [Site], next: String?)? = nil,
+                       certificatePage: (certificates: ArraySlice<TLSCertificate>, next: String?)? = nil,
+                       acme: ACMEStatus? = nil, watch: WatchStatus.Value? = nil, appleView: AppleView? = nil) -> String {
+        let apple = appleView?.listing() ?? AppleView.Listing(fetches: [:], cdn: nil)
+        let page = page ?? SitePage().select(from: snapshot)
+        let certificatePage = certificatePage ?? AdminResponder.certificatePage(after: nil, limit: SitePage.maximumLimit, snapshot)
+        var w = JSONWriter()
+        w.beginObject()
+        // The summary first, always: a client can stop reading after it.
+        let summary = snapshot.summary
+        w.key("summary")
+        w.beginObject()
+        w.key("sites"); w.value(summary.sites)
+        w.key("serving"); w.value(summary.serving)
+        w.key("rejected"); w.value(summary.rejected)
+        w.key("stale"); w.value(summary.stale)
+        w.key("certificates"); w.value(snapshot.certificates.certificates.count)
+        w.key("uncovered"); w.value(summary.uncovered)
+        if let watch {
+            w.key("watch")
+            watch.write(to: &w)
+        }
+        w.endObject()
         w.key("sites")
         w.beginArray()
-        for site in snapshot.sites {
+        for site in page.sites {
             w.beginObject()
             w.key("host"); w.value(site.name.description)
             w.key("state"); w.value(site.state.rawValue)
@@ -87,9 +160,10 @@ enum AdminResponder {
             w.endObject()
         }
         w.endArray()
+        w.key("next"); w.value(page.next)
         w.key("certificates")
         w.beginArray()
-        for cert in snapshot.certificates.certificates {
+        for cert in certificatePage.certificates {
             w.beginObject()
             w.key("name"); w.value(cert.name)
             w.key("dnsNames")
@@ -107,6 +181,7 @@ enum AdminResponder {
             w.endObject()
         }
         w.endArray()
+        w.key("certificatesNext"); w.value(certificatePage.next)
         w.key("logLinesDropped"); w.value(LogStream.droppedLines)
         if let acme {
             w.key("acme")
@@ -164,9 +239,19 @@ enum AdminResponder {
         out += "aasa_tls_handshake_errors_total \(m.tlsHandshakeErrors.load(ordering: .relaxed))\n"
         family("aasa_log_lines_dropped_total", "counter", "Log lines dropped because stdout or stderr was not being read fast enough.")
         out += "aasa_log_lines_dropped_total \(LogStream.droppedLines)\n"
-        family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds.")
-        for cert in state.snapshots.load().0.certificates.certificates {
+        // One series per certificate for the first --metrics-sites of them (byte order of name);
+        // the two summaries below cover all of them.
+        let certificates = state.snapshots.load().0.certificates.certificates
+        family("aasa_certificate_expiry_timestamp_seconds", "gauge", "notAfter of each certificate, in Unix seconds (the first --metrics-sites by name).")
+        for cert in certificates.prefix(m.labels.capacity) {
             out += "aasa_certificate_expiry_timestamp_seconds{name=\"\(label(cert.name))\"} \(cert.notAfter)\n"
+        }
+        let soon = wallClockSeconds() + 14 * 86_400
+        family("aasa_certificates_expiring", "gauge", "Certificates whose notAfter is within the window.")
+        out += "aasa_certificates_expiring{within=\"14d\"} \(certificates.count { $0.notAfter <= soon })\n"
+        if let earliest = certificates.map(\.notAfter).min() {
+            family("aasa_certificate_earliest_expiry_timestamp_seconds", "gauge", "The earliest notAfter of all certificates, in Unix seconds.")
+            out += "aasa_certificate_earliest_expiry_timestamp_seconds \(earliest)\n"
         }
         if let cdn = state.appleView.cdn { out += cdn.metrics() }
         if state.acme != nil {

@@ -12,13 +12,49 @@ public final class Metrics: Sendable {
     /// ACME orders by outcome (SPEC 3.10).
     let acmeOrdersIssued = Atomic<Int>(0)
     let acmeOrdersFailed = Atomic<Int>(0)
+    /// Which sites get a label of their own.
+    let labels: SiteLabels
 
-    init() {}
+    init(labels: SiteLabels = SiteLabels()) {
+        self.labels = labels
+    }
 
     func recordReloadErrors(sites: [String]) {
         guard !sites.isEmpty else { return }
+        let labelled = sites.map { labels.label(for: $0) }
         reloadErrors.withLock { counts in
-            for site in sites { counts[site, default: 0] += 1 }
+            for site in labelled { counts[site, default: 0] += 1 }
+        }
+    }
+}
+
+/// The sites that get a `site` label value of their own in `/metrics` (README, "Metrics"): the
+/// first `capacity` to be counted; every other site counts as `other`, so the metrics stay a
+/// few hundred KB at 100 000 sites. Shared by every loop; each loop keeps its own copy of the
+/// answers it got (``LoopCounters``), so the lock is taken once per site per loop.
+final class SiteLabels: Sendable {
+    static let defaultCapacity = 1000
+    static let other = "other"
+
+    let capacity: Int
+    private let admitted = Mutex<Set<String>>([])
+
+    init(capacity: Int = SiteLabels.defaultCapacity) {
+        self.capacity = max(0, capacity)
+    }
+
+    /// Labels that are not sites (unconfigured hosts, the admin listener, the dashboard): they
+    /// never take a slot.
+    static let fixed: Set<String> = ["", "unknown", "dashboard", SiteLabels.other]
+
+    /// The site itself while there is room or it has its slot already, else `other`.
+    func label(for site: String) -> String {
+        if SiteLabels.fixed.contains(site) { return site }
+        return admitted.withLock { admitted in
+            if admitted.contains(site) { return site }
+            guard admitted.count < capacity else { return SiteLabels.other }
+            admitted.insert(site)
+            return site
         }
     }
 }
@@ -73,22 +109,40 @@ final class LoopCounters: Sendable {
         var counts: [Key: Count] = [:]
         /// A keep-alive client asks for the same site again and again: comparing its key with
         /// the last one costs less than hashing it (a few hundred instructions, callgrind).
-        var last: (key: Key, count: Count)?
+        var last: (key: Key, site: String, count: Count)?
     }
 
     let requests = Locked<Tally>(Tally())
+    let labels: SiteLabels
+    /// This loop's copy of the labels it was given (admitted sites and, up to a bound, sites
+    /// that count as `other`).
+    private let knownLabels = Locked<[String: String]>([:])
+
+    init(labels: SiteLabels = SiteLabels()) {
+        self.labels = labels
+    }
+
+    /// The label a site's requests count under: a bounded table (``SiteLabels``), `other` beyond it.
+    private func label(_ site: String) -> String {
+        knownLabels.withLock { known in
+            if let label = known[site] { return label }
+            let label = labels.label(for: site)
+            if label != SiteLabels.other || known.count < 2 * labels.capacity + 1024 { known[site] = label }
+            return label
+        }
+    }
 
     func count(site: String, file: RequestedFile, status: Int) {
         requests.withLock { tally in
-            if let last = tally.last, last.key.status == status, last.key.site == site {
+            if let last = tally.last, last.key.status == status, last.site == site {
                 last.count.byFile[file.rawValue] += 1
                 return
             }
-            let key = Key(site: site, status: status)
+            let key = Key(site: label(site), status: status)
             let count = tally.counts[key] ?? Count()
             tally.counts[key] = count
             count.byFile[file.rawValue] += 1
-            tally.last = (key, count)
+            tally.last = (key, site, count)
         }
     }
 }

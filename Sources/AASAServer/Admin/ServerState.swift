@@ -3,7 +3,7 @@ import Synchronization
 /// What the loops, the control thread and the admin endpoints share.
 final class ServerState: Sendable {
     let snapshots: SnapshotStore
-    let metrics = Metrics()
+    let metrics: Metrics
     /// Sites loaded and listeners bound.
     let ready = Atomic<Bool>(false)
     /// SIGTERM/SIGINT received: stop accepting, finish what is in flight.
@@ -22,8 +22,10 @@ final class ServerState: Sendable {
     let dev: DevelopmentMode?
     /// `--acme`: what the ACME thread is doing, for `/status`.
     let acme: ACMEStatus?
-    /// The fetch record and the CDN watch (README, "What Apple sees").
+    /// The fetch record and the CDN watch (docs/apple-view.md).
     let appleView: AppleView
+    /// How the directories are watched, for `/status`.
+    let watch = WatchStatus()
 
     /// Counts a new connection from `client` unless it already holds `limit`.
     func admit(_ client: String, limit: Int) -> Bool {
@@ -43,13 +45,15 @@ final class ServerState: Sendable {
     }
 
     init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil,
-         acme: ACMEStatus? = nil, appleView: AppleView = AppleView()) {
+         acme: ACMEStatus? = nil, appleView: AppleView = AppleView(), metricsSites: Int = SiteLabels.defaultCapacity) {
         self.dev = dev
         self.appleView = appleView
         self.acme = acme
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         snapshots = SnapshotStore(snapshot)
-        loopCounters = (0..<loops).map { _ in LoopCounters() }
+        let labels = SiteLabels(capacity: metricsSites)
+        metrics = Metrics(labels: labels)
+        loopCounters = (0..<loops).map { _ in LoopCounters(labels: labels) }
         self.maxConnections = maxConnections
     }
 }

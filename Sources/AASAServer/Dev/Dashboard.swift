@@ -21,7 +21,15 @@ enum Dashboard {
             return .message(.ok, page, request: request, site: "dashboard", contentType: "text/html; charset=utf-8",
                              extraFields: noStore + [("content-security-policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")])
         case "/api/sites":
-            return .message(.ok, sitesJSON(snapshot, apple: appleView?.listing()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
+            // A page at a time (`after`, `limit`, `state`, `search`): a config with 100 000 sites
+            // is never sent whole.
+            switch SitePage.parse(target: request.target, allowsSearch: true) {
+            case .failure(let error):
+                return .message(.badRequest, AdminResponder.errorJSON(error.message), request: request, site: "dashboard",
+                                contentType: "application/json", extraFields: noStore)
+            case .success(let page):
+                return .message(.ok, sitesJSON(snapshot, page: page, apple: appleView?.listing()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
+            }
         case "/api/fetches":
             return .message(.ok, fetchesJSON(dev.fetches.recent()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/entitlements.txt":
@@ -62,12 +70,21 @@ enum Dashboard {
 
     // MARK: - API
 
-    static func sitesJSON(_ snapshot: SiteSnapshot, apple: AppleView.Listing? = nil) -> String {
+    static func sitesJSON(_ snapshot: SiteSnapshot, page: SitePage = SitePage(), apple: AppleView.Listing? = nil) -> String {
+        let (sites, next) = page.select(from: snapshot)
         var w = JSONWriter()
         w.beginObject()
+        w.key("summary")
+        w.beginObject()
+        w.key("sites"); w.value(snapshot.summary.sites)
+        w.key("serving"); w.value(snapshot.summary.serving)
+        w.key("stale"); w.value(snapshot.summary.stale)
+        w.key("rejected"); w.value(snapshot.summary.rejected)
+        w.endObject()
+        w.key("next"); w.value(next)
         w.key("sites")
         w.beginArray()
-        for site in snapshot.sites {
+        for site in sites {
             w.beginObject()
             w.key("host"); w.value(site.name.description)
             w.key("state"); w.value(site.state.rawValue)
@@ -292,8 +309,19 @@ enum Dashboard {
     // Problems first: a rejected site is not served at all, a stale one serves an older file.
     const stateOrder = { rejected: 0, stale: 1, serving: 2 };
 
+    // Sites come a page at a time: problems first (rejected, then stale), then the rest, until
+    // `wanted` cards are shown; "Show more" asks for more. While every site is on the page the
+    // filter hides cards here; otherwise it asks the server (`search`).
+    const pageSize = 200;
+    let wanted = pageSize;
+    // Until the first load says otherwise, every site is assumed to fit on the page.
+    let complete = true;
+    let summary = { sites: 0, serving: 0, stale: 0, rejected: 0 };
+
+    function filterWords() { return document.getElementById("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean); }
+
     function applyFilter() {
-      const words = document.getElementById("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+      const words = filterWords();
       const cards = document.querySelectorAll("#sites .site");
       let shown = 0;
       for (const card of cards) {
@@ -301,19 +329,51 @@ enum Dashboard {
         card.hidden = !words.every((w) => text.includes(w));
         if (!card.hidden) shown++;
       }
-      document.getElementById("shown").textContent = words.length ? "showing " + shown + " of " + cards.length : "";
+      document.getElementById("shown").textContent = words.length ? "showing " + shown + " of " + summary.sites : "";
+    }
+
+    async function fetchSites(query, limit) {
+      const out = [];
+      let after = null;
+      while (out.length < limit) {
+        const params = new URLSearchParams(query);
+        params.set("limit", String(Math.min(1000, limit - out.length)));
+        if (after) params.set("after", after);
+        const data = await getJSON("/api/sites?" + params.toString());
+        summary = data.summary;
+        out.push(...data.sites);
+        if (!data.next) return { sites: out, more: false };
+        after = data.next;
+      }
+      return { sites: out, more: true };
     }
 
     async function loadSites() {
-      const data = await getJSON("/api/sites");
-      const sites = data.sites.slice().sort((a, b) => (stateOrder[a.state] - stateOrder[b.state]) || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
-      for (const state of ["serving", "stale", "rejected"]) {
-        document.getElementById("count-" + state).textContent = sites.filter((s) => s.state === state).length;
+      let sites = [];
+      let more = false;
+      const words = filterWords();
+      if (!complete && words.length) {
+        const found = await fetchSites({ search: words[0] }, wanted);
+        sites = found.sites; more = found.more;
+      } else {
+        for (const state of ["rejected", "stale", "serving"]) {
+          if (sites.length >= wanted) { more = true; break; }
+          const found = await fetchSites({ state }, wanted - sites.length);
+          sites.push(...found.sites);
+          if (found.more) more = true;
+        }
+        complete = !more;
+        // A filter from the address, on a config too large to show whole: ask the server.
+        if (!complete && words.length) return loadSites();
       }
-      document.getElementById("count-total").textContent = sites.length;
+      sites.sort((a, b) => (stateOrder[a.state] - stateOrder[b.state]) || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+      for (const state of ["serving", "stale", "rejected"]) {
+        document.getElementById("count-" + state).textContent = summary[state];
+      }
+      document.getElementById("count-total").textContent = summary.sites;
       const root = document.getElementById("sites");
       root.replaceChildren();
-      if (sites.length === 0) root.append(el("p", { class: "muted" }, "No site folders in the config directory."));
+      if (sites.length === 0) root.append(el("p", { class: "muted" }, summary.sites ? "No site matches." : "No site folders in the config directory."));
       for (const s of sites) {
         const apps = Object.values(s.services).flat();
         const card = el("section", { class: "card site", "data-host": s.host, "data-state": s.state,
@@ -351,6 +411,11 @@ enum Dashboard {
           }
         }
         root.append(card);
+      }
+      if (more) {
+        const button = el("button", { id: "more" }, "Show more");
+        button.addEventListener("click", () => { wanted += pageSize; loadSites(); });
+        root.append(el("p", {}, "Showing " + sites.length + " of " + summary.sites + " sites. ", button));
       }
       applyFilter();
     }
@@ -400,7 +465,10 @@ enum Dashboard {
       remember("url", url);
       test(url);
     });
-    document.getElementById("filter").addEventListener("input", (e) => { remember("filter", e.target.value); applyFilter(); });
+    document.getElementById("filter").addEventListener("input", (e) => {
+      remember("filter", e.target.value);
+      if (complete) applyFilter(); else loadSites();
+    });
     const params = new URLSearchParams(location.search);
     if (params.get("filter")) document.getElementById("filter").value = params.get("filter");
     if (params.get("url")) { document.getElementById("url").value = params.get("url"); test(params.get("url")); }

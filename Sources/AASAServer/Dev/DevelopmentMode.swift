@@ -14,20 +14,24 @@ final class DevelopmentMode: Sendable {
     }
 
     /// Makes or renews the certificates for the sites in `configDirectory`.
-    func ensureCertificates(configDirectory: String, log: Log) {
+    /// Whether a new leaf (or CA) was written.
+    @discardableResult
+    func ensureCertificates(configDirectory: String, log: Log) -> Bool {
         let sites = ((try? DirectoryListing.names(in: configDirectory)) ?? []).compactMap { name -> SiteName? in
             DirectoryListing.isDirectory(configDirectory + "/" + name) ? SiteName(name) : nil
         }
         do {
             switch try certificates.ensure(names: DevelopmentCertificates.dnsNames(for: sites)) {
             case .unchanged:
-                break
+                return false
             case .issued(let createdCA):
                 if createdCA { log.info("dev: created a development CA in \(certificates.directory)/ca/") }
                 log.info("dev: issued \(certificates.leafCertificatePath) for localhost, 127.0.0.1, ::1 and \(sites.count) sites")
+                return true
             }
         } catch {
             log.error("dev: cannot make development certificates: \(error)")
+            return false
         }
     }
 

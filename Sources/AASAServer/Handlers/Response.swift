@@ -11,35 +11,43 @@ public final class ResponseHead: @unchecked Sendable {
     public let status: HTTPStatus
     /// `HTTP/1.1 200 OK\r\n…Date: ` — everything before the date's value.
     let http1: [UInt8]
-    /// Lower-case names and values, without `:status`, `date` or connection-specific fields
-    /// (RFC 9113 §8.2.2).
-    let fields: [(name: String, value: String)]
     /// The body length the head announces (`Content-Length`).
     let contentLength: Int?
-    /// The HTTP/2 fields as bytes, `:status` then `fields`: each name and value at an offset in
-    /// `http2Bytes`, so framing a response copies no String.
+    /// The HTTP/2 fields as bytes, `:status` then the lower-case names and values given to
+    /// `init` (no `date` or connection-specific fields, RFC 9113 §8.2.2): each name and value at
+    /// an offset in `http2Bytes`, so framing a response copies no String. The fields themselves
+    /// are not kept: at 100 000 sites they would be a tenth of the memory.
     let http2Fields: [FieldSpan]
     let http2Bytes: UnsafeMutablePointer<UInt8>
 
+    /// Offsets and lengths in `http2Bytes`, 16 bits each: a head is a few hundred bytes, and
+    /// a site keeps two heads (200 and 304) per file version.
     struct FieldSpan {
-        var name: Int
-        var nameLength: Int
-        var value: Int
-        var valueLength: Int
+        private var storage: (UInt16, UInt16, UInt16, UInt16)
+        var name: Int { Int(storage.0) }
+        var nameLength: Int { Int(storage.1) }
+        var value: Int { Int(storage.2) }
+        var valueLength: Int { Int(storage.3) }
+
+        init(name: Int, nameLength: Int, value: Int, valueLength: Int) {
+            // A header section is bounded far below 64 KiB (the fields are the server's own).
+            precondition(value + valueLength <= Int(UInt16.max), "response head over 64 KiB")
+            storage = (UInt16(name), UInt16(nameLength), UInt16(value), UInt16(valueLength))
+        }
     }
 
     init(status: HTTPStatus, fields: [(name: String, value: String)], contentLength: Int?) {
         self.status = status
-        self.fields = contentLength.map { fields + [("content-length", String($0))] } ?? fields
+        let fields = contentLength.map { fields + [("content-length", String($0))] } ?? fields
         self.contentLength = contentLength
         var head = "\(status.statusLine)\r\n"
-        for (name, value) in self.fields { head += "\(ResponseHead.http1Name(name)): \(value)\r\n" }
+        for (name, value) in fields { head += "\(ResponseHead.http1Name(name)): \(value)\r\n" }
         head += "Date: "
         self.http1 = Array(head.utf8)
 
         var bytes: [UInt8] = []
         var spans: [FieldSpan] = []
-        for (name, value) in [(":status", String(status.rawValue))] + self.fields {
+        for (name, value) in [(":status", String(status.rawValue))] + fields {
             let nameStart = bytes.count
             bytes += name.utf8
             let valueStart = bytes.count

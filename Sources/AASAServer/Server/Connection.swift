@@ -258,7 +258,14 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         if stage == .awaitingClientHello {
             let certificates = loop.snapshot.certificates
             // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
-            let context = certificates.defaultCertificate?.context ?? (loop.state.acme != nil ? PendingChallenges.shared.bootstrapContext.context : nil)
+            // The default certificate's context, with a reference of our own until SSL_new has its.
+            var context = certificates.defaultCertificate?.retainedContext()
+            if context == nil, loop.state.acme != nil {
+                let bootstrap = PendingChallenges.shared.bootstrapContext.context
+                SSL_CTX_up_ref(bootstrap)
+                context = bootstrap
+            }
+            defer { if let context { SSL_CTX_free(context) } }
             guard let context, io.startTLS(context: context, certificates: certificates) else {
                 loop.missingCertificate()
                 return false

@@ -14,6 +14,9 @@ final class ControlLoop {
     private let signalFD: Int32
     private let watcher: DirectoryWatcher?
     private let epfd: Int32
+    /// Whether the config and the certs directory are polled rather than watched (`--watch`).
+    private let pollsConfig: Bool
+    private let pollsCertificates: Bool
 
     /// Quiet time after the last change before a reload, and the longest a reload waits while
     /// changes keep coming: a burst of writes becomes one reload, well within a second.
@@ -30,6 +33,13 @@ final class ControlLoop {
         self.builder = builder
         self.state = state
         self.log = log
+        let (pollsConfig, pollsCertificates) = ControlLoop.decidePolling(configuration, log: log)
+        (self.pollsConfig, self.pollsCertificates) = (pollsConfig, pollsCertificates)
+        let interval = configuration.pollIntervalSeconds
+        state.watch.set {
+            $0.polls = pollsConfig || pollsCertificates
+            $0.pollInterval = interval
+        }
         var signals = signals
         var opened: [Int32] = []
         do {
@@ -38,7 +48,8 @@ final class ControlLoop {
             let epfd = try Epoll.create()
             opened.append(epfd)
             try Epoll.add(epfd, signalFD, events: Epoll.readable, data: 0)
-            let watcher = DirectoryWatcher(log: log)
+            // Nothing to watch when both directories are polled.
+            let watcher = pollsConfig && (pollsCertificates || configuration.certsDirectory == nil) ? nil : DirectoryWatcher(log: log)
             if let watcher { try Epoll.add(epfd, watcher.fd, events: Epoll.readable, data: 1) }
             (self.signalFD, self.epfd, self.watcher) = (signalFD, epfd, watcher)
         } catch {
@@ -59,8 +70,14 @@ final class ControlLoop {
         var firstChange: Int64?
         var lastChange: Int64 = 0
         var lastCheck = monotonicMilliseconds()
+        var lastCertificateRescan = lastCheck
+        var lastPoll = lastCheck
+        var pending = ReloadScope()
         while true {
             var timeout = Int32(rescanInterval)
+            if pollsConfig || pollsCertificates {
+                timeout = Int32(max(0, min(Int64(timeout), lastPoll + Int64(configuration.pollIntervalSeconds) * 1000 - monotonicMilliseconds())))
+            }
             let now = monotonicMilliseconds()
             if let first = firstChange {
                 let due = min(lastChange + debounce, first + maximumDelay)
@@ -76,40 +93,88 @@ final class ControlLoop {
                         return
                     case SIGHUP:
                         log.info("SIGHUP: reloading")
-                        reload()
+                        pending.formUnion(.everything)
+                        reload(pending)
+                        pending = ReloadScope()
                         firstChange = nil
                     default:
                         break
                     }
-                } else if watcher?.drain() == true {
-                    let t = monotonicMilliseconds()
-                    if firstChange == nil { firstChange = t }
-                    lastChange = t
+                } else if let watcher {
+                    let changed = watcher.drain()
+                    if !changed.isEmpty {
+                        pending.formUnion(changed)
+                        let t = monotonicMilliseconds()
+                        if firstChange == nil { firstChange = t }
+                        lastChange = t
+                    }
                 }
             }
             let t = monotonicMilliseconds()
             if let first = firstChange, t >= min(lastChange + debounce, first + maximumDelay) {
                 firstChange = nil
-                reload()
+                reload(pending)
+                pending = ReloadScope()
+            }
+            if pollsConfig || pollsCertificates, t - lastPoll >= Int64(configuration.pollIntervalSeconds) * 1000 {
+                // A pass over the polled directories: every file's stamp compared, only what
+                // changed read (README, "Reload").
+                lastPoll = t
+                var scope = ReloadScope()
+                scope.allSites = pollsConfig
+                scope.allCertificates = pollsCertificates
+                let started = monotonicMilliseconds()
+                reload(scope, quietIfUnchanged: true)
+                let seconds = Double(monotonicMilliseconds() - started) / 1000
+                state.watch.set { $0.lastPassSeconds = seconds }
             }
             if t - lastCheck >= rescanInterval {
                 lastCheck = t
-                if let watcher, watcher.isComplete {
+                if let watcher {
                     // A watched directory replaced by another (a rename into place, a symlink
                     // swapped, a directory that is back) without an event that said so, for
                     // instance when a directory above the watched parent was renamed.
                     if let path = watcher.replacedRoot() {
                         log.info("\(path) now leads to another directory: reloading")
-                        reload()
+                        reload(.everything)
+                    } else if !watcher.isComplete {
+                        // Folders inotify could not watch (the per-user limit): a slice of them
+                        // is checked each second by their files' stamps, so every one is seen
+                        // within `unwatchedCycle` seconds without a stat of everything each second.
+                        var scope = watcher.unwatchedSlice(cycle: unwatchedCycle)
+                        if t - lastCertificateRescan >= unwatchedCycle * 1000 || scope.allSites, watcher.hasUnwatchedCertificates {
+                            lastCertificateRescan = t
+                            scope.allCertificates = true
+                        }
+                        if !scope.isEmpty { reload(scope, quietIfUnchanged: true) }
                     }
-                } else {
-                    // Not everything is watched: read everything again, saying nothing unless
-                    // something changed.
-                    reload(quietIfUnchanged: true)
+                } else if !(pollsConfig && (pollsCertificates || configuration.certsDirectory == nil)) {
+                    // No inotify at all: everything, by stamps, saying nothing unless something changed.
+                    reload(.everything, quietIfUnchanged: true)
                 }
             }
         }
     }
+
+    /// `--watch`: each of the config and certs directories on its own; `auto` polls a directory
+    /// on a network filesystem, where inotify sees only this machine's own writes.
+    static func decidePolling(_ configuration: ServerConfiguration, log: Log) -> (config: Bool, certificates: Bool) {
+        func decide(_ path: String?, _ what: String) -> Bool {
+            guard let path else { return false }
+            switch configuration.watchMode {
+            case .inotify: return false
+            case .poll: return true
+            case .auto:
+                guard let fs = NetworkFilesystem.kind(of: path) else { return false }
+                log.info("\(what) \(path) is on \(fs): inotify does not see other hosts' writes there; polling every \(configuration.pollIntervalSeconds) s")
+                return true
+            }
+        }
+        return (decide(configuration.configDirectory, "config"), decide(configuration.certsDirectory, "certs"))
+    }
+
+    /// Seconds within which every folder inotify could not watch is checked once.
+    private let unwatchedCycle: Int64 = 10
 
     private func readSignal() -> Int32 {
         var info = signalfd_siginfo()
@@ -117,52 +182,91 @@ final class ControlLoop {
         return n == MemoryLayout<signalfd_siginfo>.size ? Int32(info.ssi_signo) : 0
     }
 
-    private func reload(quietIfUnchanged: Bool = false) {
+    private func reload(_ scope: ReloadScope, quietIfUnchanged: Bool = false) {
         let started = monotonicMilliseconds()
         let previous = state.snapshots.load().0
         // In development the leaf certificate follows the sites: a new site gets a new leaf.
-        state.dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
-        let next = builder.build(previous: previous)
-        // The paths are resolved again on every reload: the watches follow a directory that
-        // replaced another.
-        rearm()
-        if quietIfUnchanged && next.isSame(as: previous) { return }
+        let devChanged = state.dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log) ?? false
+        var scope = scope
+        if devChanged { scope.allCertificates = true }
+        let outcome = builder.buildOutcome(previous: previous, scope: scope)
+        let next = outcome.snapshot
+        // The watches follow the folders that changed (all of them after a full reload).
+        rearm(scope)
+        if quietIfUnchanged, outcome.changedSites.isEmpty, outcome.removedSites == 0, outcome.changedCertificates == 0,
+           next.summary == previous.summary { return }
         state.snapshots.publish(next)
         state.metrics.reloads.add(1, ordering: .relaxed)
         // A reload error is a newly read file that was rejected, of any kind.
-        let rejected = next.sites.filter { site in
+        let rejected = outcome.changedSites.filter { site in
             let before = previous.index[site.name]
             return site.files.contains { $0.state != .serving && $0.differs(from: before?.file($0.kind)) }
         }
         state.metrics.recordReloadErrors(sites: rejected.map(\.name.description))
         // The counts are those /status shows; "newly" counts files this reload read and refused.
-        let counts = Dictionary(grouping: next.sites, by: \.state).mapValues(\.count)
-        log.info("reloaded: \(next.sites.count) sites, \(counts[.serving] ?? 0) serving, \(counts[.stale] ?? 0) stale, \(counts[.rejected] ?? 0) rejected (\(rejected.count) newly), in \(monotonicMilliseconds() - started) ms")
+        let counts = next.summary
+        log.info("reloaded: \(counts.sites) sites, \(counts.serving) serving, \(counts.stale) stale, \(counts.rejected) rejected (\(rejected.count) newly), in \(monotonicMilliseconds() - started) ms")
     }
 
     /// Watches the config and certs directories, every folder in them, and the directories
     /// that hold them, for their names: renaming a directory into place, or swapping a symlink,
-    /// changes the parent, not the directory watched before.
-    private func rearm() {
+    /// changes the parent, not the directory watched before. After a change to some folders,
+    /// only those are looked at again.
+    private func rearm(_ scope: ReloadScope = .everything) {
         guard let watcher else { return }
-        var roots = [configuration.configDirectory]
-        if let certs = configuration.certsDirectory { roots.append(certs) }
-        var directories = roots
-        for dir in roots {
-            for name in (try? DirectoryListing.names(in: dir)) ?? [] {
-                let path = dir + "/" + name
-                if DirectoryListing.isDirectory(path) { directories.append(path) }
+        let config = configuration.configDirectory
+        let certs = pollsCertificates ? nil : configuration.certsDirectory
+        if scope.allSites || (scope.allCertificates && certs != nil) {
+            var roots: [String] = []
+            var directories: [(String, DirectoryWatcher.Role)] = []
+            if !pollsConfig {
+                roots.append(config)
+                directories.append((config, .configRoot))
+                for entry in (try? DirectoryListing.entries(in: config)) ?? [] where !entry.name.hasPrefix(".") {
+                    if DirectoryListing.isDirectory(entry, in: config) { directories.append((config + "/" + entry.name, .site(entry.name))) }
+                }
+            }
+            if let certs {
+                roots.append(certs)
+                directories.append((certs, .certsRoot))
+                for entry in (try? DirectoryListing.entries(in: config)) ?? [] where !entry.name.hasPrefix(".") {
+                    if DirectoryListing.isDirectory(entry, in: config) { directories.append((config + "/" + entry.name, .site(entry.name))) }
+                }
+            }
+            watcher.update(roots: roots, directories: directories)
+            return
+        }
+        for name in scope.sites.union(scope.checkedSites) where !pollsConfig && !name.hasPrefix(".") && !name.contains("/") {
+            watcher.refresh(config + "/" + name, role: .site(name))
+        }
+        if let certs {
+            for name in scope.certificates where !name.hasPrefix(".") && !name.contains("/") {
+                watcher.refresh(certs + "/" + name, role: .certificate(name))
             }
         }
-        watcher.update(roots: roots, directories: directories)
     }
 }
 
-extension SiteSnapshot {
-    /// True when a rebuild found nothing new: the builder reuses what did not change.
-    func isSame(as other: SiteSnapshot) -> Bool {
-        sites.count == other.sites.count && zip(sites, other.sites).allSatisfy { $0 === $1 }
-            && certificates === other.certificates
+/// Filesystems on which inotify reports only this machine's changes, by statfs(2) f_type
+/// (linux/magic.h and the filesystems' own headers).
+enum NetworkFilesystem {
+    static let types: [Int: String] = [
+        0x6969: "NFS",
+        0x517B: "SMB",
+        0xFF53_4D42: "CIFS",
+        0xFE53_4D42: "SMB2",
+        0x00C3_6400: "CephFS",
+        0x6573_5546: "FUSE",
+        0x0102_1997: "9P",
+        0x4749_5046: "GlusterFS",
+        0x0BD0_0BD0: "Lustre",
+    ]
+
+    /// The network filesystem `path` is on, or nil for a local one (or when statfs fails).
+    static func kind(of path: String) -> String? {
+        let type = aasa_statfs_type(path)
+        guard type >= 0 else { return nil }
+        return types[Int(UInt32(truncatingIfNeeded: type))]
     }
 }
 
@@ -186,20 +290,36 @@ final class DirectoryWatcher {
         }
     }
 
+    /// What a watched directory is: a change inside it names the site or certificate to read.
+    enum Role: Hashable {
+        case configRoot
+        case certsRoot
+        /// A site folder, by its name in the config directory.
+        case site(String)
+        /// A certificate folder (certbot layout), by its name in the certs directory.
+        case certificate(String)
+    }
+
     /// What one watch descriptor stands for: directories watched for any change inside, and
     /// names watched in a parent directory (only events about those names count).
     private struct Watch {
-        var directories: Set<String> = []
+        /// Almost always one (two paths to one inode are rare): a small array, not a
+        /// dictionary per watch, at 100 000 site folders.
+        var directories: [(path: String, role: Role)] = []
         var names: Set<String> = []
     }
 
     private var watches: [Int32: Watch] = [:]
-    private var byDirectory: [String: (wd: Int32, identity: Identity)] = [:]
+    private var byDirectory: [String: (wd: Int32, identity: Identity, role: Role)] = [:]
+    /// Folders that could not be watched (the per-user limit), checked a slice at a time.
+    private var unwatched: [String: Role] = [:]
+    private var unwatchedOrder: [String] = []
+    private var unwatchedCursor = 0
     private var byParent: [String: (wd: Int32, identity: Identity)] = [:]
     /// The config and certs directories, and what they led to at the last update (nil: nothing).
     private var roots: [String: Identity?] = [:]
-    /// False when a watch could not be added (the per-user limit): changes may go unseen, so
-    /// the control loop reads everything again every second.
+    /// False when a watch could not be added (the per-user limit): changes there may go
+    /// unseen, so the control loop checks those folders by their stamps, a slice each second.
     private(set) var isComplete = true
     private var limitLogged = false
 
@@ -225,26 +345,18 @@ final class DirectoryWatcher {
 
     /// Makes the watches match `directories` (watched for any change) and the parents of
     /// `roots` (watched for the roots' names), as those paths resolve now.
-    func update(roots: [String], directories: [String]) {
-        var complete = true
+    func update(roots: [String], directories: [(String, Role)]) {
+        unwatched = [:]
         var parents: [String: Set<String>] = [:]
         self.roots = [:]
         for root in roots {
             self.roots[root] = Identity(root)
             if let (parent, name) = DirectoryWatcher.split(root) { parents[parent, default: []].insert(name) }
         }
-        let wanted = Set(directories)
-        for path in byDirectory.keys where !wanted.contains(path) { detach(directory: path) }
+        let wanted = Dictionary(directories, uniquingKeysWith: { a, _ in a })
+        for path in byDirectory.keys where wanted[path] == nil { detach(directory: path) }
         for path in byParent.keys where parents[path] == nil { detach(parent: path) }
-        for path in wanted {
-            let identity = Identity(path)
-            if let current = byDirectory[path], current.identity == identity { continue }
-            if byDirectory[path] != nil { detach(directory: path) }
-            guard let identity else { continue }
-            guard let wd = add(path) else { complete = false; continue }
-            watches[wd, default: Watch()].directories.insert(path)
-            byDirectory[path] = (wd, identity)
-        }
+        for (path, role) in directories { refresh(path, role: role, announce: false) }
         for (path, names) in parents {
             let identity = Identity(path)
             if let current = byParent[path], current.identity == identity {
@@ -253,14 +365,80 @@ final class DirectoryWatcher {
             }
             if byParent[path] != nil { detach(parent: path) }
             guard let identity else { continue }
-            guard let wd = add(path, mask: DirectoryWatcher.nameMask) else { complete = false; continue }
+            guard let wd = add(path, mask: DirectoryWatcher.nameMask) else { continue }
             watches[wd, default: Watch()].names = names
             byParent[path] = (wd, identity)
         }
+        settle()
+    }
+
+    /// Makes the watch of one directory match what its path leads to now: added when it is
+    /// new or was replaced, removed when it is gone.
+    func refresh(_ path: String, role: Role, announce: Bool = true) {
+        let identity = Identity(path)
+        if let current = byDirectory[path], current.identity == identity, current.role == role { return }
+        if byDirectory[path] != nil { detach(directory: path) }
+        guard let identity else {
+            if unwatched.removeValue(forKey: path) != nil, announce { settle() }
+            return
+        }
+        guard let wd = add(path) else {
+            if unwatched.updateValue(role, forKey: path) == nil { unwatchedOrder.append(path) }
+            if announce { settle() }
+            return
+        }
+        watches[wd, default: Watch()].directories.removeAll { $0.path == path }
+        watches[wd, default: Watch()].directories.append((path, role))
+        byDirectory[path] = (wd, identity, role)
+        if unwatched.removeValue(forKey: path) != nil, announce { settle() }
+    }
+
+    private func settle() {
+        let complete = unwatched.isEmpty
         if complete && !isComplete {
             log.info("inotify: every directory is watched again; no more rescans")
+            unwatchedOrder = []
+            unwatchedCursor = 0
         }
         isComplete = complete
+    }
+
+    static let minimumSlice = 1000
+
+    /// Whether a certificate folder could not be watched.
+    var hasUnwatchedCertificates: Bool {
+        unwatched.values.contains { if case .certificate = $0 { return true } else { return false } }
+    }
+
+    /// The next slice of the folders that could not be watched, sized so that each is checked
+    /// once per `cycle` calls, and at least ``minimumSlice`` of them each time (a few folders
+    /// are all checked every call).
+    func unwatchedSlice(cycle: Int64) -> ReloadScope {
+        var scope = ReloadScope()
+        guard !unwatched.isEmpty else { return scope }
+        if unwatchedOrder.count > 2 * unwatched.count {
+            unwatchedOrder = unwatchedOrder.filter { unwatched[$0] != nil }
+            unwatchedCursor = 0
+        }
+        let size = max(DirectoryWatcher.minimumSlice, (unwatched.count + Int(cycle) - 1) / Int(cycle))
+        var taken = 0
+        var steps = 0
+        while taken < size, steps < unwatchedOrder.count {
+            if unwatchedCursor >= unwatchedOrder.count { unwatchedCursor = 0 }
+            let path = unwatchedOrder[unwatchedCursor]
+            unwatchedCursor += 1
+            steps += 1
+            guard let role = unwatched[path] else { continue }
+            taken += 1
+            // A root that could not be watched: its listing may have changed.
+            switch role {
+            case .site(let name): scope.checkedSites.insert(name)
+            case .configRoot: scope.allSites = true
+            case .certsRoot: scope.allCertificates = true
+            case .certificate: break
+            }
+        }
+        return scope
     }
 
     /// A root (config or certs directory) that leads somewhere else than at the last update.
@@ -285,8 +463,8 @@ final class DirectoryWatcher {
     }
 
     private func detach(directory path: String) {
-        guard let (wd, _) = byDirectory.removeValue(forKey: path) else { return }
-        watches[wd]?.directories.remove(path)
+        guard let (wd, _, _) = byDirectory.removeValue(forKey: path) else { return }
+        watches[wd]?.directories.removeAll { $0.path == path }
         removeIfUnused(wd)
     }
 
@@ -311,9 +489,10 @@ final class DirectoryWatcher {
         return (parent.isEmpty ? "/" : parent, name)
     }
 
-    /// Reads all pending events; returns true if any of them matters.
-    func drain() -> Bool {
-        var relevant = false
+    /// Reads all pending events: what they name (site folders, certificates), or everything
+    /// when an event was lost or a watched root itself changed.
+    func drain() -> ReloadScope {
+        var scope = ReloadScope()
         let size = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
         defer { buffer.deallocate() }
@@ -326,26 +505,57 @@ final class DirectoryWatcher {
                 let nameStart = offset + MemoryLayout<inotify_event>.size
                 offset = nameStart + Int(event.len)
                 if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    relevant = true
+                    // Events were lost: compare everything by stamps.
+                    scope.formUnion(.everything)
                     continue
                 }
                 guard let watch = watches[event.wd] else { continue }
+                let name = event.len > 0 ? String(cString: (buffer + nameStart).assumingMemoryBound(to: CChar.self)) : nil
                 if event.mask & UInt32(IN_IGNORED) != 0 {
                     // The directory is gone: its watch went with it.
                     watches[event.wd] = nil
-                    byDirectory = byDirectory.filter { $0.value.wd != event.wd }
-                    byParent = byParent.filter { $0.value.wd != event.wd }
-                    relevant = true
+                    for (path, role) in watch.directories {
+                        byDirectory[path] = nil
+                        DirectoryWatcher.note(role, name: nil, in: &scope)
+                    }
+                    if !watch.names.isEmpty {
+                        byParent = byParent.filter { $0.value.wd != event.wd }
+                        scope.formUnion(.everything)
+                    }
                     continue
                 }
-                if !watch.directories.isEmpty || event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                    relevant = true
-                } else if event.len > 0 {
-                    let name = String(cString: (buffer + nameStart).assumingMemoryBound(to: CChar.self))
-                    if watch.names.contains(name) { relevant = true }
+                for (_, role) in watch.directories { DirectoryWatcher.note(role, name: name, in: &scope) }
+                if !watch.names.isEmpty {
+                    if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                        scope.formUnion(.everything)
+                    } else if let name, watch.names.contains(name) {
+                        scope.formUnion(.everything)
+                    }
                 }
             }
         }
-        return relevant
+        return scope
+    }
+
+    /// What an event in a watched directory asks to read again.
+    private static func note(_ role: Role, name: String?, in scope: inout ReloadScope) {
+        switch role {
+        case .configRoot:
+            // An entry of the config directory is a site folder; the directory itself (no
+            // name: moved, deleted) takes everything.
+            guard let name else { scope.allSites = true; return }
+            if !name.hasPrefix(".") { scope.sites.insert(name) }
+        case .certsRoot:
+            guard let name else { scope.allCertificates = true; return }
+            // `..data` and the like: a Kubernetes Secret mounted as the certs directory swaps
+            // every file at once.
+            if name.hasPrefix("..") { scope.allCertificates = true } else if !name.hasPrefix(".") {
+                scope.certificates.insert(CertificateStore.certificateName(forEntry: name))
+            }
+        case .site(let folder):
+            scope.sites.insert(folder)
+        case .certificate(let folder):
+            scope.certificates.insert(folder)
+        }
     }
 }

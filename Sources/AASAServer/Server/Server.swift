@@ -27,6 +27,11 @@ public struct ServerConfiguration: Sendable {
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false
+    /// Sites with a label of their own in `/metrics` (README, "Metrics").
+    public var metricsSites = 1000
+    /// How changes in the config and certs directories are seen (README, "Reload").
+    public var watchMode = WatchMode.auto
+    public var pollIntervalSeconds = 30
     /// `--acme`: certificates obtained and renewed in `certsDirectory` (SPEC 3.10).
     public var acme: ACMEConfiguration?
     /// `--cdn-watch on`: the copy Apple's CDN holds of each site (README, "What Apple sees").
@@ -49,7 +54,7 @@ public final class Server {
     private var builder: SnapshotBuilder {
         SnapshotBuilder(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
                         defaultCertificate: configuration.defaultCertificate, cacheControl: configuration.cacheControl,
-                        usesTLS: !configuration.https.isEmpty, log: log)
+                        usesTLS: !configuration.https.isEmpty, log: log, keepsDocuments: configuration.dev)
     }
 
     /// Runs until SIGTERM or SIGINT, then drains. Returns the process exit status.
@@ -89,9 +94,10 @@ public final class Server {
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
                                 acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) },
-                                appleView: AppleView(cdn: configuration.cdnWatch.map { CDNWatch(configuration: $0) }))
-        let serving = snapshot.sites.filter { $0.served != nil }.count
-        log.info("loaded \(snapshot.sites.count) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
+                                appleView: AppleView(cdn: configuration.cdnWatch.map { CDNWatch(configuration: $0) }),
+                                metricsSites: configuration.metricsSites)
+        let serving = snapshot.summary.serving + snapshot.summary.stale
+        log.info("loaded \(snapshot.summary.sites) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 
         var listeners: [Listener] = []
         do {
@@ -179,4 +185,13 @@ public final class Server {
         log.info("listening \(kind.name) \(bound)")
         return Listener(fd: fd, kind: kind, address: bound)
     }
+}
+
+/// `--watch`: inotify sees only changes made through this machine's kernel, so a directory on
+/// a network filesystem is polled (README, "Reload").
+public enum WatchMode: String, Sendable, CaseIterable {
+    /// `poll` for a directory on a network filesystem (found with statfs), `inotify` elsewhere.
+    case auto
+    case inotify
+    case poll
 }

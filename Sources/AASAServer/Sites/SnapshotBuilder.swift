@@ -1,84 +1,312 @@
 import AASACore
 import AASAHTTP
+import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
+/// What a reload reads again. A change seen by the watcher names the site folders and the
+/// certificates it touched, and only those are read; `everything` (start, SIGHUP, a lost
+/// event, a replaced directory) lists both directories and compares every file's stamp,
+/// reading only the files whose stamps changed.
+struct ReloadScope: Sendable, Equatable {
+    /// List the config directory and check every site in it.
+    var allSites = false
+    /// List the certs directory and check every certificate in it.
+    var allCertificates = false
+    /// Site folders (names in the config directory) to read again, whatever their stamps.
+    var sites: Set<String> = []
+    /// Site folders to check: read again only when a file's stamp changed (a folder inotify
+    /// could not watch, polled a slice at a time).
+    var checkedSites: Set<String> = []
+    /// Certificates (names as in the layouts of `--certs`) to load again.
+    var certificates: Set<String> = []
+
+    static let everything = ReloadScope(allSites: true, allCertificates: true)
+
+    var isEmpty: Bool { !allSites && !allCertificates && sites.isEmpty && checkedSites.isEmpty && certificates.isEmpty }
+
+    mutating func formUnion(_ other: ReloadScope) {
+        allSites = allSites || other.allSites
+        allCertificates = allCertificates || other.allCertificates
+        sites.formUnion(other.sites)
+        checkedSites.formUnion(other.checkedSites)
+        certificates.formUnion(other.certificates)
+    }
+}
+
+/// Counts the steps a build takes, for the tests that check a build's work grows with what
+/// exists and what changed, never with sites × certificates.
+final class BuildWork: Sendable {
+    private let counter = Atomic<Int>(0)
+    private let readCounter = Atomic<Int>(0)
+    /// A step: a site folder or certificate looked at, a name looked up in an index.
+    func add(_ n: Int = 1) { counter.add(n, ordering: .relaxed) }
+    func addRead() { readCounter.add(1, ordering: .relaxed) }
+    var count: Int { counter.load(ordering: .relaxed) }
+    /// Site files read, and certificates loaded.
+    var reads: Int { readCounter.load(ordering: .relaxed) }
+}
+
 /// Builds a new snapshot from the config and certs directories, reusing what did not change.
 /// Runs off the hot path (at start and on the control thread); the loops only ever see the
 /// finished result.
-struct SnapshotBuilder {
+struct SnapshotBuilder: Sendable {
     var configDirectory: String
     var certsDirectory: String?
     var defaultCertificate: String?
     var cacheControl: String
     var usesTLS: Bool
     var log: Log
+    /// Counts coverage lookups and site and certificate loads (tests).
+    var work: BuildWork?
+    /// Whether sites keep their parsed documents (development: the dashboard and the URL tester
+    /// read them all the time). Otherwise a site keeps its bytes and findings, about a third of
+    /// the memory, and the rare reader parses again.
+    var keepsDocuments = false
 
     /// The largest file read; anything larger is over the AASA limit anyway, and refusing it
     /// early keeps a runaway file from taking the server's memory.
     static let readLimit = 4 * AASAFile.maximumSize
 
-    func build(previous: SiteSnapshot?) -> SiteSnapshot {
-        let previous = previous ?? .empty
-        let certificates = loadCertificates(previous: previous)
-        var sites: [Site]
-        do {
-            sites = try loadSites(previous: previous)
-        } catch {
-            log.error("config: cannot read \(configDirectory): \(error); every site keeps serving as it was")
-            return SiteSnapshot(sites: previous.sites, certificates: certificates.store, certificateFingerprint: certificates.fingerprint)
-        }
-        if usesTLS {
-            // Coverage goes into new Site objects, never into ones already published (a reused
-            // site may be read by a loop right now).
-            sites = sites.map { site in
-                let probe = site.name.isWildcard ? "a." + site.name.host : site.name.host
-                let covered = certificates.store.covers(probe)
-                if !covered, previous.index[site.name]?.certificateCovers != false {
-                    log.warning("site \(site.name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
-                }
-                return site.with(certificateCovers: covered)
-            }
-        }
-        return SiteSnapshot(sites: sites, certificates: certificates.store, certificateFingerprint: certificates.fingerprint)
+    /// Below this many folders or certificates a load runs on the calling thread; above it on
+    /// every core (start-up at 100 000 sites).
+    static let parallelThreshold = 256
+
+    /// What one build changed, for the reload's log line and metrics.
+    struct Outcome {
+        var snapshot: SiteSnapshot
+        /// Sites added or replaced (not those only whose coverage changed).
+        var changedSites: [Site] = []
+        var removedSites = 0
+        var changedCertificates = 0
     }
 
-    private func loadSites(previous: SiteSnapshot) throws(SystemError) -> [Site] {
-        var sites: [Site] = []
-        for name in try DirectoryListing.names(in: configDirectory) where !name.hasPrefix(".") {
-            let folder = configDirectory + "/" + name
-            guard DirectoryListing.isDirectory(folder) else { continue }
-            guard let siteName = SiteName(name) else {
-                log.debug("config: \(folder) is not a site (folder names are lower-case host names or *.host)")
-                continue
+    func build(previous: SiteSnapshot?, scope: ReloadScope = .everything) -> SiteSnapshot {
+        buildOutcome(previous: previous, scope: scope).snapshot
+    }
+
+    func buildOutcome(previous: SiteSnapshot?, scope: ReloadScope = .everything) -> Outcome {
+        let previous = previous ?? .empty
+        let findings = StartupFindings(log: log)
+        defer { findings.finish() }
+        let certificates = updateCertificates(previous: previous, scope: scope, findings: findings)
+
+        // The site folders to look at, and the ones read whatever their stamps.
+        let names: [String]
+        // What readdir said each entry is (saves a stat per site at start), when listed.
+        var isDirectory: [Bool?] = []
+        if scope.allSites {
+            do {
+                let entries = try DirectoryListing.entries(in: configDirectory)
+                names = entries.map(\.name)
+                isDirectory = entries.map(\.isDirectory)
+            } catch {
+                log.error("config: cannot read \(configDirectory): \(error); every site keeps serving as it was")
+                return finish(previous: previous, sites: nil, certificates: certificates, findings: findings)
             }
-            let old = previous.index[siteName]
-            // A folder with any of the association files is a site (SPEC 2.1).
-            let files = AssociationFileKind.allCases.compactMap { kind in
-                loadFile(kind, in: folder, site: siteName, old: old?.file(kind), isNewSite: old == nil)
-            }
-            guard !files.isEmpty else { continue }
-            if let old, old.files.count == files.count, zip(old.files, files).allSatisfy({ $0 === $1 }) {
-                // Nothing changed: the same object.
-                sites.append(old)
-            } else {
-                sites.append(Site(name: siteName, folder: folder, files: files, certificateCovers: old?.certificateCovers))
+        } else {
+            names = Array(scope.sites.union(scope.checkedSites))
+        }
+        let loaded = loadSites(names, isDirectory: isDirectory, previous: previous, forced: scope.sites, findings: findings)
+        var changes = loaded
+        if scope.allSites {
+            // Sites whose folders are gone.
+            let present = Set(names)
+            for site in previous.sites where !present.contains(site.name.description) {
+                changes.append((site.name.description, nil))
             }
         }
-        return sites
+        return finish(previous: previous, sites: (changes, rebuild: scope.allSites), certificates: certificates, findings: findings)
+    }
+
+    /// Puts the loaded sites and certificates together: patches the previous snapshot's sorted
+    /// list and index where sites changed, and recomputes coverage only for the sites whose
+    /// certificates changed.
+    private func finish(previous: SiteSnapshot, sites: (changes: [(folder: String, site: Site?)], rebuild: Bool)?,
+                        certificates: CertificateUpdate, findings: StartupFindings) -> Outcome {
+        var list = previous.sites
+        var index = previous.index
+        var summary = previous.summary
+        var outcome = Outcome(snapshot: previous)
+        var touched: [SiteName] = []
+        // Above this many changes (a start, a SIGHUP after a deploy) the list and index are
+        // built again in one pass; below, each change copies one chunk and one shard.
+        let bulkLimit = 1000
+        if let sites {
+            var replaced: [String: Site?] = [:]
+            for (folder, site) in sites.changes {
+                let old = SiteName(folder).flatMap { previous.index[$0] }
+                if old === site { continue }
+                if let old {
+                    summary.add(old, -1)
+                    outcome.removedSites += site == nil ? 1 : 0
+                }
+                if let site {
+                    touched.append(site.name)
+                    outcome.changedSites.append(site)
+                }
+                replaced[folder] = site
+            }
+            if replaced.count > bulkLimit {
+                var merged = list.filter { replaced[$0.name.description] == nil }
+                merged.append(contentsOf: replaced.values.compactMap { $0 })
+                merged.sort { $0.name.description.utf8.lexicographicallyPrecedes($1.name.description.utf8) }
+                list = ChunkedList(merged)
+                index = SiteTable(merged)
+            } else {
+                for (folder, site) in replaced {
+                    if let name = SiteName(folder) { index[name] = site }
+                    let i = SiteSnapshot.position(of: folder, in: list)
+                    let present = i < list.count && list[i].name.description == folder
+                    switch (present, site) {
+                    case (true, let site?): list.replace(at: i, with: site)
+                    case (true, nil): list.remove(at: i)
+                    case (false, let site?): list.insert(site, at: i)
+                    case (false, nil): break
+                    }
+                }
+            }
+        }
+        // Coverage: the sites loaded now, and the sites the changed certificates name.
+        let touchedSet = Set(touched)
+        if usesTLS {
+            var recheck = touchedSet
+            if certificates.changedWildcards {
+                // A wildcard certificate changed: any site one label under it may have changed;
+                // rare enough to look every site up once (lookups, not pairs).
+                recheck.formUnion(list.map(\.name))
+            } else {
+                for dnsName in certificates.changedNames {
+                    if let name = SiteName(dnsName), index[name] != nil { recheck.insert(name) }
+                    // A wildcard site is covered when `a.` + its host is (see `coverageProbe`).
+                    if dnsName.hasPrefix("a."), let name = SiteName("*." + dnsName.dropFirst(2)), index[name] != nil { recheck.insert(name) }
+                }
+            }
+            var updated: [SiteName: Site] = [:]
+            for name in recheck {
+                guard let site = index[name] else { continue }
+                let covered = certificates.store.covers(SnapshotBuilder.coverageProbe(name), work: work)
+                if !covered, previous.index[name]?.certificateCovers != false {
+                    findings.note(.siteNotCovered, level: .warning,
+                                  "site \(name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
+                }
+                // Coverage goes into a new Site object, never into one already published (a
+                // reused site may be read by a loop right now).
+                let next = site.with(certificateCovers: covered)
+                guard next !== site else { continue }
+                if !touchedSet.contains(name) {
+                    summary.add(site, -1)
+                    summary.add(next)
+                }
+                updated[name] = next
+            }
+            if updated.count > bulkLimit {
+                let merged = list.map { updated[$0.name] ?? $0 }
+                list = ChunkedList(merged)
+                index = SiteTable(merged)
+            } else {
+                for (name, next) in updated {
+                    index[name] = next
+                    let i = SiteSnapshot.position(of: name.description, in: list)
+                    if i < list.count, list[i].name == name { list.replace(at: i, with: next) }
+                }
+            }
+        }
+        // New and replaced sites enter the summary as they ended, coverage included.
+        for name in touchedSet {
+            if let site = index[name] { summary.add(site) }
+        }
+        outcome.changedCertificates = certificates.changedCount
+        outcome.snapshot = SiteSnapshot(sites: list, index: index, certificates: certificates.store,
+                                        certificateFiles: certificates.files, summary: summary)
+        return outcome
+    }
+
+    /// The host a site's coverage is checked with: a wildcard site `*.example.org` is covered
+    /// by a certificate that covers one label under it.
+    static func coverageProbe(_ name: SiteName) -> String {
+        name.isWildcard ? "a." + name.host : name.host
+    }
+
+    /// `body` of every index below `count`, in order; run on every core when there are many.
+    static func map<T>(_ count: Int, _ body: @Sendable (Int) -> T?) -> [T?] {
+        guard count >= parallelThreshold else { return (0..<count).map(body) }
+        let slots = Slots<T>(count)
+        let chunks = min(count, max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) * 8)
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            var i = chunk * count / chunks
+            let end = (chunk + 1) * count / chunks
+            while i < end {
+                slots.set(i, body(i))
+                i += 1
+            }
+        }
+        return slots.values
+    }
+
+    /// Results written by the threads of ``map(_:_:)``, each to its own slot.
+    private final class Slots<T>: @unchecked Sendable {
+        private var storage: [T?]
+        init(_ count: Int) { storage = Array(repeating: nil, count: count) }
+        func set(_ i: Int, _ value: T?) {
+            storage.withUnsafeMutableBufferPointer { $0[i] = value }
+        }
+        var values: [T?] { storage }
+    }
+
+    // MARK: - Sites
+
+    /// Loads the named folders; nil for a folder that is not (or no longer) a site.
+    private func loadSites(_ names: [String], isDirectory: [Bool?], previous: SiteSnapshot, forced: Set<String>,
+                           findings: StartupFindings) -> [(folder: String, site: Site?)] {
+        let results = SnapshotBuilder.map(names.count) { i in
+            loadSite(names[i], isDirectory: i < isDirectory.count ? isDirectory[i] : nil, previous: previous,
+                     forced: forced.contains(names[i]), findings: findings)
+        }
+        return names.indices.map { (names[$0], results[$0]) }
+    }
+
+    private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, findings: StartupFindings) -> Site? {
+        guard !name.hasPrefix(".") else { return nil }
+        let folder = configDirectory + "/" + name
+        guard isDirectory ?? DirectoryListing.isDirectory(folder) else { return nil }
+        guard let siteName = SiteName(name) else {
+            log.debug("config: \(folder) is not a site (folder names are lower-case host names or *.host)")
+            return nil
+        }
+        work?.add()
+        let old = previous.index[siteName]
+        // A folder with any of the association files is a site (README, "Config directory").
+        let files = AssociationFileKind.allCases.compactMap { kind in
+            loadFile(kind, in: folder, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced, findings: findings)
+        }
+        guard !files.isEmpty else { return nil }
+        if let old, old.files.count == files.count, zip(old.files, files).allSatisfy({ $0 === $1 }) {
+            // Nothing changed: the same object.
+            return old
+        }
+        return Site(name: siteName, folder: folder, files: files, certificateCovers: old?.certificateCovers)
     }
 
     /// One association file of a site folder: nil when the folder has none of this kind.
-    private func loadFile(_ kind: AssociationFileKind, in folder: String, site: SiteName, old: SiteFile?, isNewSite: Bool) -> SiteFile? {
+    private func loadFile(_ kind: AssociationFileKind, in folder: String, site: SiteName, old: SiteFile?, isNewSite: Bool,
+                          forced: Bool, findings: StartupFindings) -> SiteFile? {
         let path = folder + "/" + kind.fileName
+        if !forced, let old, let stamp = old.stamp, FileStamp(path: path) == stamp {
+            // Same file as when it was read: not read again.
+            return old
+        }
         // Messages name the file, except the AASA file, which is what a site is known for.
         let subject = kind == .aasa ? "site \(site)" : "site \(site) \(kind.fileName)"
         let bytes: [UInt8]
         let mtime: Int
+        let stamp: FileStamp
         do {
             guard let read = try SnapshotBuilder.read(path) else { return nil }
-            (bytes, mtime) = read
+            work?.addRead()
+            (bytes, mtime, stamp) = read
         } catch {
             if let old, old.refusal == error {
                 // Refused for the same reason as last time: said already.
@@ -95,59 +323,134 @@ struct SnapshotBuilder {
         if let old, old.refusal == nil, old.newest.bytes == bytes {
             // Unchanged: the same object, prepared responses and all. A valid file touched
             // without a change gets a new Last-Modified; a rejected one stays as it was.
-            if old.served?.lastModified == mtime || !old.newest.isValid { return old }
+            if old.served?.lastModified == mtime || !old.newest.isValid {
+                return old.stamp == stamp ? old : SiteFile(kind: kind, path: path, served: old.served, newest: old.newest, stamp: stamp)
+            }
         }
-        let file = AssociationFile(kind: kind, bytes: bytes)
+        let parsed = AssociationFile(kind: kind, bytes: bytes)
+        let file = keepsDocuments ? parsed : parsed.compacted()
         if file.isValid {
             let served = ServedVersion(file: file, lastModified: mtime, cacheControl: cacheControl)
-            for d in file.diagnostics { log.warning("\(path):\(d.line):\(d.column): warning: \(d.message) [\(d.code.rawValue)]") }
-            if !isNewSite || old != nil { log.info("\(subject): serving version \(served.version)") }
-            return SiteFile(kind: kind, path: path, served: served, newest: file)
+            for d in file.diagnostics {
+                findings.note(.validationWarning, level: .warning, "\(path):\(d.line):\(d.column): warning: \(d.message) [\(d.code.rawValue)]")
+            }
+            if !isNewSite || old != nil { findings.note(.siteLoaded, level: .info, "\(subject): serving version \(served.version)") }
+            return SiteFile(kind: kind, path: path, served: served, newest: file, stamp: stamp)
         }
         for d in file.diagnostics where d.severity == .error {
             log.error("\(path):\(d.line):\(d.column): error: \(d.message) [\(d.code.rawValue)]")
         }
         let kept = old?.served
         log.error("\(subject): file rejected; \(kept.map { "version \($0.version) keeps serving" } ?? "not served")")
-        return SiteFile(kind: kind, path: path, served: kept, newest: file)
+        return SiteFile(kind: kind, path: path, served: kept, newest: file, stamp: stamp)
     }
 
-    private func loadCertificates(previous: SiteSnapshot) -> (store: CertificateStore, fingerprint: [String]) {
-        guard usesTLS, let certsDirectory else { return (.empty, []) }
-        guard let candidates = try? CertificateStore.candidates(in: certsDirectory) else {
-            log.error("certificates: cannot read \(certsDirectory); the certificates loaded before keep serving")
-            return (previous.certificates, previous.certificateFingerprint)
-        }
-        let fingerprint = candidates.flatMap { [$0.name, SnapshotBuilder.stamp($0.certificate), SnapshotBuilder.stamp($0.key)] }
-            + [defaultCertificate ?? ""]
-        if fingerprint == previous.certificateFingerprint { return (previous.certificates, fingerprint) }
-        guard let store = CertificateStore.load(directory: certsDirectory, defaultName: defaultCertificate, report: { log.error($0) }) else {
-            return (previous.certificates, previous.certificateFingerprint)
-        }
-        if store.certificates.isEmpty { log.error("certificates: no usable key pair in \(certsDirectory)") }
-        for cert in store.certificates {
-            log.info("certificate \(cert.name): \(cert.dnsNames.joined(separator: ", ")) (expires \(HTTPDate.format(cert.notAfter)))")
-        }
-        return (store, fingerprint)
+    // MARK: - Certificates
+
+    /// The certificate store after a reload, and what changed in it.
+    struct CertificateUpdate {
+        var store: CertificateStore
+        var files: ShardedMap<String, CertificateFiles>
+        /// DNS names of the certificates removed, added or replaced.
+        var changedNames: Set<String> = []
+        var changedWildcards = false
+        var changedCount = 0
     }
 
-    /// Size, modification time and inode: what changes when a file is replaced or rewritten.
-    static func stamp(_ path: String) -> String {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return "missing" }
-        return "\(st.st_size)/\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)/\(st.st_ino)"
+    private func updateCertificates(previous: SiteSnapshot, scope: ReloadScope, findings: StartupFindings) -> CertificateUpdate {
+        var update = CertificateUpdate(store: previous.certificates, files: previous.certificateFiles)
+        guard usesTLS, let certsDirectory else { return update }
+        // The names to look at, and where each one's files are now (nil: gone).
+        var found: [(name: String, candidate: CertificateStore.Candidate?)] = []
+        if scope.allCertificates {
+            guard let candidates = try? CertificateStore.candidates(in: certsDirectory, skipped: { findings.error($0) }) else {
+                log.error("certificates: cannot read \(certsDirectory); the certificates loaded before keep serving")
+                return update
+            }
+            let present = Set(candidates.map(\.name))
+            found = candidates.map { ($0.name, $0) }
+            for name in previous.certificateFiles.keys where !present.contains(name) { found.append((name, nil)) }
+        } else {
+            for name in scope.certificates {
+                found.append((name, CertificateStore.candidate(named: name, in: certsDirectory, skipped: { findings.error($0) })))
+            }
+        }
+        // Loaded again only when a file's stamp changed, or it was named by a change.
+        var toLoad: [(CertificateStore.Candidate, CertificateFiles)] = []
+        var removed: Set<String> = []
+        for (name, candidate) in found {
+            let before = previous.certificateFiles[name]
+            guard let candidate else {
+                if before != nil { removed.insert(name) }
+                continue
+            }
+            let files = CertificateFiles(certificate: candidate.certificate,
+                                         certificateStamp: FileStamp(path: candidate.certificate), keyStamp: FileStamp(path: candidate.key))
+            if let before, before == files, !scope.certificates.contains(name) { continue }
+            toLoad.append((candidate, files))
+        }
+        guard !toLoad.isEmpty || !removed.isEmpty || (update.store.defaultName != defaultCertificate && scope.allCertificates) else {
+            return update
+        }
+        let candidates = toLoad.map(\.0)
+        let keys = KeyReader()
+        let results = SnapshotBuilder.map(candidates.count) { i in
+            work?.add()
+            work?.addRead()
+            return CertificateStore.load(candidates[i], directory: certsDirectory, findings: findings, keys: keys)
+        }
+        var adding: [TLSCertificate] = []
+        var acme: Set<String> = []
+        var changedFiles: [String: CertificateFiles?] = [:]
+        for (i, (candidate, files)) in toLoad.enumerated() {
+            guard let loaded = results[i] else {
+                // A pair that fails to load: the one loaded before goes too, as at start.
+                if previous.certificateFiles[candidate.name] != nil { removed.insert(candidate.name) }
+                changedFiles[candidate.name] = .some(nil)
+                continue
+            }
+            let cert = loaded.certificate
+            findings.note(.certificateLoaded, level: .info,
+                          "certificate \(cert.name): \(cert.dnsNames.joined(separator: ", ")) (expires \(HTTPDate.format(cert.notAfter)))")
+            adding.append(cert)
+            if loaded.isACME { acme.insert(cert.name) }
+            changedFiles[candidate.name] = files
+        }
+        for name in removed { changedFiles[name] = .some(nil) }
+        if changedFiles.count > 1000 {
+            var all: [String: CertificateFiles] = [:]
+            for name in update.files.keys { all[name] = update.files[name] }
+            for (name, files) in changedFiles { all[name] = files }
+            update.files = ShardedMap(all.map { ($0.key, $0.value) })
+        } else {
+            for (name, files) in changedFiles { update.files[name] = files }
+        }
+        for name in removed.union(adding.map(\.name)) {
+            for dnsName in previous.certificates.certificate(named: name)?.dnsNames ?? [] { update.changedNames.insert(dnsName) }
+        }
+        for cert in adding { update.changedNames.formUnion(cert.dnsNames) }
+        update.changedWildcards = update.changedNames.contains { $0.hasPrefix("*.") }
+        update.changedCount = adding.count + removed.subtracting(adding.map(\.name)).count
+        update.store = previous.certificates.updating(removing: removed, adding: adding, acmeNames: acme, defaultName: defaultCertificate)
+        if update.store.certificates.isEmpty { log.error("certificates: no usable key pair in \(certsDirectory)") }
+        return update
     }
 
     /// The file's bytes and modification time; nil when there is no file (not a site file,
     /// not an error). Never blocks: a FIFO opened for reading would wait for a writer forever,
     /// and a device such as /dev/zero never ends, so the file is opened non-blocking and
     /// anything but a regular file is refused before a byte is read.
-    static func read(_ path: String) throws(FileRefusal) -> ([UInt8], Int)? {
+    static func read(_ path: String) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
         // Refused before it is opened at all, where stat can tell: opening a device can have
         // effects of its own. fstat below decides, in case the file changes in between.
         var before = stat()
-        if stat(path, &before) == 0, before.st_mode & S_IFMT != S_IFREG {
-            throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+        if stat(path, &before) == 0 {
+            if before.st_mode & S_IFMT != S_IFREG {
+                throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+            }
+        } else if errno == ENOENT || errno == ENOTDIR {
+            // No such file: most sites have one or two of the four kinds.
+            return nil
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
@@ -182,7 +485,7 @@ struct SnapshotBuilder {
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
         }
-        return (bytes, Int(st.st_mtim.tv_sec))
+        return (bytes, Int(st.st_mtim.tv_sec), FileStamp(st))
     }
 
     private static func kind(_ mode: mode_t) -> String {

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/vfs.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,6 +15,9 @@
 
 // accept4(2) is declared only under _GNU_SOURCE.
 int aasa_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+
+// statfs(2)'s filesystem type, for --watch auto (network filesystems are polled).
+static inline long aasa_statfs_type(const char *path) { struct statfs st; return statfs(path, &st) == 0 ? (long)st.f_type : -1; }
 
 static inline int aasa_sigaddset(sigset_t *set, int signo) { return sigaddset(set, signo); }
 

@@ -1,0 +1,45 @@
+import COpenSSL
+import Foundation
+import Testing
+@testable import AASAServer
+
+@Suite struct CertificateDERTests {
+    /// The fields read from the DER are those OpenSSL reads, for a CA-issued leaf and for
+    /// self-signed ones with one name and a wildcard.
+    @Test func theNamesAndDatesReadFromTheDERAreThoseOpenSSLReads() throws {
+        let sites = try ManySites()
+        try sites.addCertificate(name: "wild", dnsNames: ["*.Example.org", "example.org"])
+        try sites.addCertificate(name: "one", dnsNames: ["one.example.net"])
+        for path in [TestPKI.certificate, sites.certs + "/wild.crt", sites.certs + "/one.crt"] {
+            let pem = try #require(TLSCertificate.readFile(path))
+            let ders = PEMBlocks.decode(pem)
+            let first = try #require(ders.first)
+            let fields = try #require(CertificateDER(first), "\(path)")
+            let bio = BIO_new_mem_buf(pem, Int32(pem.count))
+            defer { BIO_free(bio) }
+            let x509 = try #require(PEM_read_bio_X509(bio, nil, nil, nil))
+            defer { X509_free(x509) }
+            #expect(fields.dnsNames == X509Fields.dnsNames(x509), "\(path)")
+            #expect(fields.notAfter == X509Fields.notAfter(x509) && fields.notBefore == X509Fields.notBefore(x509), "\(path)")
+        }
+    }
+
+    @Test func aKeyOfAnotherCertificateIsStillRefused() throws {
+        let sites = try ManySites()
+        try sites.addCertificate(name: "one", dnsNames: ["one.example.net"])
+        #expect(throws: TLSError.self) {
+            _ = try TLSCertificate(name: "mixed", certificatePath: sites.certs + "/one.crt", keyPath: TestPKI.key)
+        }
+        let good = try TLSCertificate(name: "one", certificatePath: sites.certs + "/one.crt", keyPath: sites.certs + "/one.key")
+        #expect(good.dnsNames == ["one.example.net"])
+        #expect(good.retainedContext().map { SSL_CTX_free($0); return true } == true, "its context is made from the DER")
+    }
+
+    @Test func truncatedOrGarbledDERIsNotReadAndOpenSSLDecides() throws {
+        let pem = try #require(TLSCertificate.readFile(TestPKI.certificate))
+        let der = try #require(PEMBlocks.decode(pem).first)
+        #expect(CertificateDER(Array(der.prefix(der.count / 2))) == nil)
+        #expect(CertificateDER([0x30, 0x84, 0xFF, 0xFF, 0xFF, 0xFF]) == nil)
+        #expect(CertificateDER([]) == nil)
+    }
+}

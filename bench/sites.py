@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""make bench-sites: aasa with N sites, each with its own certificate (README, "Many sites").
+
+For each N (BENCH_SITES_COUNTS, default "1000 10000"): generates N site folders and N
+certificates (distinct names, one shared P-256 key, made with the `cryptography` package and
+kept under $BENCH_SITES_CACHE for the next run), starts the release build and measures:
+time to ready and the CPU it took, RSS at ready, TLS handshakes to 50 random sites verified
+against each site's own certificate, the time from the atomic rename of one site's new file
+to its first response with the new content (median of 5) and the CPU the server's control
+thread spent on it, RSS after the edits, idle CPU over 10 s, the first page of /status (time,
+size) and /metrics (size). Prints a Markdown table; writes bench/results/sites.json.
+
+The server is started by this script, recorded by its PID and stopped by that PID.
+"""
+import datetime, json, os, random, re, signal, socket, ssl, statistics, subprocess, sys, time, urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AASA = os.environ.get("AASA_BIN", os.path.join(ROOT, ".build", "release", "aasa"))
+COUNTS = [int(n) for n in os.environ.get("BENCH_SITES_COUNTS", "1000 10000").split()]
+CACHE = os.environ.get("BENCH_SITES_CACHE", "/tmp/aasa-bench-sites")
+WORKERS = os.environ.get("BENCH_SITES_WORKERS", "2")
+PATH = "/.well-known/apple-app-site-association"
+TICKS = os.sysconf("SC_CLK_TCK")
+STARTED = []
+
+
+def host(i):
+    return f"site{i}.bench.test"
+
+
+def body(i, marker="v1"):
+    return ('{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app%d"], '
+            '"components": [{"/": "/%s/*"}]}]}}' % (i, marker))
+
+
+def generate(n):
+    """config/ and certs/ for n sites, made once and kept."""
+    root = os.path.join(CACHE, str(n))
+    done = os.path.join(root, ".complete")
+    if os.path.exists(done):
+        return root
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    os.makedirs(os.path.join(root, "config"), exist_ok=True)
+    os.makedirs(os.path.join(root, "certs"), exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    started = time.time()
+    for i in range(n):
+        name = host(i)
+        folder = os.path.join(root, "config", name)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "apple-app-site-association"), "w") as f:
+            f.write(body(i))
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                .not_valid_after(now + datetime.timedelta(days=90))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+                .sign(key, hashes.SHA256()))
+        with open(os.path.join(root, "certs", name + ".crt"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        fd = os.open(os.path.join(root, "certs", name + ".key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, key_pem)
+        os.close(fd)
+    open(done, "w").close()
+    print(f"generated {n} sites and certificates in {time.time() - started:.1f} s", file=sys.stderr)
+    return root
+
+
+def cpu_seconds(pid, tid=None):
+    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def thread_cpu_seconds(pid, tid):
+    """CPU time of one thread at nanosecond resolution (schedstat), not clock ticks."""
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def http_get(port, host_name, path=PATH, timeout=5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host_name}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data
+    finally:
+        s.close()
+
+
+def admin_get(port, path):
+    started = time.perf_counter()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+        data = r.read()
+    return data, time.perf_counter() - started
+
+
+def handshake(port, root, name):
+    ctx = ssl.create_default_context(cafile=os.path.join(root, "certs", name + ".crt"))
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname=name) as tls:
+            elapsed = time.perf_counter() - started
+            tls.sendall(f"GET {PATH} HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n".encode())
+            ok = tls.recv(64).startswith(b"HTTP/1.1 200")
+    return elapsed, ok
+
+
+def measure(n):
+    root = generate(n)
+    config, certs = os.path.join(root, "config"), os.path.join(root, "certs")
+    # Back to version 1 of every edited site, so each run starts from the same files.
+    for i in range(5):
+        with open(os.path.join(config, host(i), "apple-app-site-association"), "w") as f:
+            f.write(body(i))
+    log_path = os.path.join(root, "server.log")
+    log = open(log_path, "w")
+    started = time.time()
+    proc = subprocess.Popen([AASA, "serve", "--config", config, "--certs", certs, "--https", "127.0.0.1:0",
+                             "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--workers", WORKERS],
+                            stdout=subprocess.DEVNULL, stderr=log)
+    STARTED.append(proc)
+    try:
+        ports, ready_at = {}, None
+        deadline = time.time() + 900
+        while time.time() < deadline and ready_at is None:
+            if proc.poll() is not None:
+                raise SystemExit(f"aasa exited: see {log_path}")
+            with open(log_path) as f:
+                text = f.read()
+            for kind, port in re.findall(r"listening (https|http|admin) \S*:(\d+)", text):
+                ports[kind] = int(port)
+            if "ready:" in text:
+                ready_at = time.time()
+            else:
+                time.sleep(0.02)
+        if ready_at is None:
+            raise SystemExit(f"not ready after 900 s: see {log_path}")
+        row = {"sites": n, "ready_s": ready_at - started, "ready_cpu_s": cpu_seconds(proc.pid), "rss_ready_mib": rss_mib(proc.pid),
+               "log_lines": sum(1 for _ in open(log_path))}
+        # TLS handshakes for 50 random sites, each verified against its own certificate.
+        times, verified = [], 0
+        for i in random.Random(1).sample(range(n), min(50, n)):
+            t, ok = handshake(ports["https"], root, host(i))
+            times.append(t)
+            verified += ok
+        row["handshake_ms"] = statistics.median(times) * 1000
+        row["handshakes_verified"] = f"{verified}/{len(times)}"
+        # Edits: atomic rename of a new file; poll the site over plain HTTP until it answers with it.
+        latencies, reload_cpu = [], []
+        for k in range(5):
+            i = k
+            marker = f"edit{k}-{time.time_ns()}"
+            path = os.path.join(config, host(i), "apple-app-site-association")
+            with open(path + ".tmp", "w") as f:
+                f.write(body(i, marker))
+            time.sleep(0.3)
+            control_before = thread_cpu_seconds(proc.pid, proc.pid)
+            t0 = time.perf_counter()
+            os.rename(path + ".tmp", path)
+            while time.perf_counter() - t0 < 10:
+                if marker.encode() in http_get(ports["http"], host(i)):
+                    break
+            latencies.append(time.perf_counter() - t0)
+            time.sleep(0.3)
+            reload_cpu.append(thread_cpu_seconds(proc.pid, proc.pid) - control_before)
+        row["edit_served_ms"] = statistics.median(latencies) * 1000
+        row["edit_cpu_ms"] = statistics.median(reload_cpu) * 1000
+        # More edits, then memory against memory at ready.
+        for k in range(30):
+            path = os.path.join(config, host(k % 5), "apple-app-site-association")
+            with open(path + ".tmp", "w") as f:
+                f.write(body(k % 5, f"churn{k}"))
+            os.rename(path + ".tmp", path)
+            time.sleep(0.15)
+        time.sleep(1)
+        row["rss_after_edits_mib"] = rss_mib(proc.pid)
+        idle_before = cpu_seconds(proc.pid)
+        time.sleep(10)
+        row["idle_cpu_ms_10s"] = (cpu_seconds(proc.pid) - idle_before) * 1000
+        data, elapsed = admin_get(ports["admin"], "/status")
+        row["status_page_ms"] = elapsed * 1000
+        row["status_page_kib"] = len(data) / 1024
+        data, elapsed = admin_get(ports["admin"], "/metrics")
+        row["metrics_kib"] = len(data) / 1024
+        return row
+    finally:
+        stop(proc)
+        log.close()
+
+
+COLUMNS = [("sites", "sites", "{}"), ("ready_s", "ready (s)", "{:.2f}"), ("ready_cpu_s", "CPU to ready (s)", "{:.2f}"),
+           ("rss_ready_mib", "RSS ready (MiB)", "{:.0f}"), ("handshake_ms", "TLS handshake (ms, median)", "{:.2f}"),
+           ("handshakes_verified", "verified", "{}"), ("edit_served_ms", "edit served (ms, median of 5)", "{:.0f}"),
+           ("edit_cpu_ms", "CPU per edit (ms)", "{:.1f}"), ("rss_after_edits_mib", "RSS after 35 edits (MiB)", "{:.0f}"),
+           ("idle_cpu_ms_10s", "idle CPU over 10 s (ms)", "{:.0f}"), ("status_page_ms", "/status page (ms)", "{:.1f}"),
+           ("status_page_kib", "/status page (KiB)", "{:.0f}"), ("metrics_kib", "/metrics (KiB)", "{:.1f}"),
+           ("log_lines", "start-up log lines", "{}")]
+
+
+def main():
+    if not os.path.exists(AASA):
+        raise SystemExit(f"no {AASA}: build with swift build -c release")
+    rows = []
+    try:
+        for n in COUNTS:
+            rows.append(measure(n))
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    finally:
+        for proc in STARTED:
+            stop(proc)
+    print("| " + " | ".join(c[1] for c in COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for row in rows:
+        print("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |")
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench", "results", "sites.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
