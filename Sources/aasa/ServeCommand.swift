@@ -177,7 +177,7 @@ struct ServeCommand: ParsableCommand {
         if status != 0 { throw ExitCode(status) }
     }
 
-    /// SPEC 3.10; every inconsistency is a usage error.
+    /// docs/acme.md; every inconsistency is a usage error.
     private func acmeConfiguration(_ c: ServerConfiguration, _ env: Environment) throws -> ACMEConfiguration {
         guard c.certsDirectory != nil else { throw ValidationError("--acme needs --certs DIR: certificates and the account are kept there") }
         var a = ACMEConfiguration()
@@ -207,7 +207,7 @@ struct ServeCommand: ParsableCommand {
         return a
     }
 
-    /// README, "What Apple sees": on by default, off with --dev (a development site is not on
+    /// docs/apple-view.md: on by default, off with --dev (a development site is not on
     /// Apple's CDN: devices fetch it directly).
     private func cdnWatchConfiguration(dev: Bool, _ env: Environment) throws -> CDNWatchConfiguration? {
         let text = (cdnWatch ?? env["AASA_CDN_WATCH"] ?? (dev ? "off" : "on")).lowercased()

@@ -12,7 +12,7 @@ private func hosts(_ page: [String: Any]) -> [String] {
     ((page["sites"] as? [[String: Any]]) ?? []).compactMap { $0["host"] as? String }
 }
 
-/// `/status` and `/metrics` at scale (README, "Admin"): a summary first, pages of sites.
+/// `/status` and `/metrics` at scale (docs/serving.md, "Admin listener"): a summary first, pages of sites.
 @Suite struct ServeManySitesTests {
     static func sites(_ n: Int) -> [String: String] {
         var sites: [String: String] = [:]
@@ -84,7 +84,7 @@ private func hosts(_ page: [String: Any]) -> [String] {
             return String(line[start.upperBound..<end])
         })
         #expect(labels == ["unknown", "s00.example.com", "s01.example.com", "s02.example.com", "other"], "\(requestLines)")
-        #expect(metrics.contains(#"aasa_requests_total{site="other",status="200"} 6"#), "\(requestLines)")
+        #expect(metrics.contains(#"aasa_requests_total{site="other",file="apple-app-site-association",status="200"} 6"#), "\(requestLines)")
         #expect(metrics.contains(#"aasa_certificates_expiring{within="14d"} "#))
         #expect(metrics.contains("aasa_certificate_earliest_expiry_timestamp_seconds "))
     }

@@ -1,4 +1,4 @@
-/// `aasa serve --acme` (SPEC 3.10), each setting with its flag and variable.
+/// `aasa serve --acme` (docs/acme.md), each setting with its flag and variable.
 public struct ACMEConfiguration: Sendable {
     public static let letsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
     public static let letsEncryptStaging = "https://acme-staging-v02.api.letsencrypt.org/directory"

@@ -4,7 +4,7 @@ import AASAHTTP
 import Glibc
 #endif
 
-/// The ACME thread (SPEC 3.10): at start and whenever the snapshot changes, every configured
+/// The ACME thread (docs/acme.md): at start and whenever the snapshot changes, every configured
 /// host that no certificate covers is ordered, and every ACME certificate past two thirds of
 /// its lifetime is renewed. One order at a time, across replicas too (`acme/lock`); failures
 /// back off exponentially. It only reads the published snapshot and writes files into
@@ -133,7 +133,7 @@ final class ACMEScheduler: @unchecked Sendable {
                     status.set(site.name.description, .wildcard, error: "wildcard names need DNS-01 validation; not ordered")
                 }
             }
-            // A wildcard site also serves its base name, a plain name (SPEC 2, 3.10).
+            // A wildcard site also serves its base name, a plain name (docs/serving.md, "Config directory"; docs/acme.md).
             if seen.insert(site.name.host).inserted { hosts.append(site.name.host) }
         }
         status.keep(only: Set(hosts + snapshot.sites.filter(\.name.isWildcard).map(\.name.description)))

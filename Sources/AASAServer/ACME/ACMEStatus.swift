@@ -28,7 +28,7 @@ public final class ACMEStatus: Sendable {
     let challenge: ChallengeType
     private let entries = Mutex<[String: Entry]>([:])
 
-    /// The queue (README, "Automatic certificates"): hosts waiting for an order (those under
+    /// The queue (docs/acme.md): hosts waiting for an order (those under
     /// way excluded), and when the next may start (Unix seconds; nil when nothing waits).
     struct Queue: Sendable, Equatable {
         var queued = 0
@@ -86,8 +86,8 @@ public final class ACMEStatus: Sendable {
     }
 }
 
-/// Names clients asked for in a ClientHello that no certificate covers (README, "Automatic
-/// certificates"): the ACME queue orders those first. Bounded: a scan of random names fills
+/// Names clients asked for in a ClientHello that no certificate covers (docs/acme.md,
+/// "Automatic certificates"): the ACME queue orders those first. Bounded: a scan of random names fills
 /// it, and then it only forgets.
 final class ACMEDemand: Sendable {
     static let shared = ACMEDemand()

@@ -5,7 +5,7 @@ import COpenSSL
 import Glibc
 #endif
 
-/// What ACME keeps in `--certs DIR` (SPEC 3.10): `acme/account.key` (EC P-256, 0600) and
+/// What ACME keeps in `--certs DIR` (docs/acme.md): `acme/account.key` (EC P-256, 0600) and
 /// `acme/account.json` (the account URL, and the directory it belongs to), the lock replicas
 /// share, and each certificate in the certbot layout `HOST/fullchain.pem` + `HOST/privkey.pem`,
 /// which the ordinary loader indexes and hot-reloads. `acme/certificates/HOST.json` records
@@ -200,8 +200,8 @@ struct ACMEStorage {
 }
 
 /// A certificate's validity period, and when ACME renews it: at a random time within
-/// lifetime/20 after less than a third of its lifetime is left (README, "Automatic
-/// certificates"; Let's Encrypt's 90-day certificates renew between day 60 and day 64.5), so
+/// lifetime/20 after less than a third of its lifetime is left (docs/acme.md,
+/// "Automatic certificates"; Let's Encrypt's 90-day certificates renew between day 60 and day 64.5), so
 /// 100 000 certificates issued together do not all fall due in the same minute. The random part
 /// comes from the validity itself: the same certificate gets the same time after a restart.
 struct CertificateValidity: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// How many new orders may start (README, "Automatic certificates"): a bucket of `capacity`
+/// How many new orders may start (docs/acme.md): a bucket of `capacity`
 /// orders that starts full and refills at `capacity` per `period`, as Let's Encrypt limits new
 /// orders per account (300 per 3 hours). A few sites are ordered at once; 100 000 are paced.
 /// Pure: the caller hands in the time (monotonic milliseconds).

@@ -1,7 +1,7 @@
 import AASACore
 import AASAHTTP
 
-/// The admin listener (SPEC 3.5): health, readiness, Prometheus metrics and a JSON status.
+/// The admin listener (docs/serving.md, "Admin listener"): health, readiness, Prometheus metrics and a JSON status.
 enum AdminResponder {
     static func respond(to request: HTTPRequest, state: ServerState) -> Response {
         let noStore = [(name: "cache-control", value: "no-store")]
@@ -104,7 +104,7 @@ enum AdminResponder {
         return ([cert][...], nil)
     }
 
-    /// `/status` (README, "Admin"): the summary, one page of sites and of certificates.
+    /// `/status` (docs/serving.md, "Admin listener"): the summary, one page of sites and of certificates.
     static func status(_ snapshot: SiteSnapshot, page: (sites: [Site], next: String?)? = nil,
                        certificatePage: (certificates: ArraySlice<TLSCertificate>, next: String?)? = nil,
                        acme: ACMEStatus? = nil, watch: WatchStatus.Value? = nil, appleView: AppleView? = nil) -> String {
@@ -138,7 +138,7 @@ enum AdminResponder {
             w.key("error")
             writeError(refusal: site.refusal, error: site.error, to: &w)
             w.key("warnings"); w.value(site.aasa?.newest.warningCount ?? 0)
-            // One entry per association file of the site, AASA included (SPEC 3.5).
+            // One entry per association file of the site, AASA included (docs/serving.md, "Admin listener").
             w.key("files")
             w.beginArray()
             for file in site.files {
@@ -191,7 +191,7 @@ enum AdminResponder {
         return w.output
     }
 
-    /// SPEC 2: a wildcard site also serves its base name, and a TLS wildcard covers one label
+    /// docs/serving.md, "Config directory": a wildcard site also serves its base name, and a TLS wildcard covers one label
     /// (RFC 6125 §6.4.3), so deeper hosts need certificates of their own.
     static func wildcardNote(_ site: Site, _ snapshot: SiteSnapshot) -> String {
         let base = site.name.host

@@ -1,7 +1,7 @@
 import AASACore
 import Synchronization
 
-/// Process-wide counters for `/metrics` (SPEC 3.5). Request counts live per loop (see
+/// Process-wide counters for `/metrics` (docs/serving.md, "Admin listener"). Request counts live per loop (see
 /// ``LoopCounters``) so the hot path never contends for a lock with another thread.
 public final class Metrics: Sendable {
     let openConnections = Atomic<Int>(0)
@@ -9,7 +9,7 @@ public final class Metrics: Sendable {
     let tlsHandshakeErrors = Atomic<Int>(0)
     let reloads = Atomic<Int>(0)
     let reloadErrors = Locked<[String: Int]>([:])
-    /// ACME orders by outcome (SPEC 3.10).
+    /// ACME orders by outcome (docs/acme.md).
     let acmeOrdersIssued = Atomic<Int>(0)
     let acmeOrdersFailed = Atomic<Int>(0)
     /// Which sites get a label of their own.
@@ -28,7 +28,7 @@ public final class Metrics: Sendable {
     }
 }
 
-/// The sites that get a `site` label value of their own in `/metrics` (README, "Metrics"): the
+/// The sites that get a `site` label value of their own in `/metrics` (docs/serving.md, "Admin listener"): the
 /// first `capacity` to be counted; every other site counts as `other`, so the metrics stay a
 /// few hundred KB at 100 000 sites. Shared by every loop; each loop keeps its own copy of the
 /// answers it got (``LoopCounters``), so the lock is taken once per site per loop.

@@ -1,7 +1,7 @@
 import AASACore
 
-/// One page of the site list, as `/status` and the dashboard's `/api/sites` ask for it (README,
-/// "Admin"): at most ``maximumLimit`` sites in byte order of host, after a host, narrowed to a
+/// One page of the site list, as `/status` and the dashboard's `/api/sites` ask for it (docs/serving.md,
+/// "Admin listener"): at most ``maximumLimit`` sites in byte order of host, after a host, narrowed to a
 /// state or to hosts containing a text. A page costs the sites it walks past, never a copy or a
 /// sort of all of them.
 struct SitePage: Equatable {

@@ -1,8 +1,8 @@
 import AASACore
 import Synchronization
 
-/// How the config and certs directories are watched, for `/status`'s summary (README,
-/// "Reload"): `inotify`, or `poll` when either directory is polled, with the interval and how
+/// How the config and certs directories are watched, for `/status`'s summary (docs/serving.md,
+/// "Validation and hot reload"): `inotify`, or `poll` when either directory is polled, with the interval and how
 /// long the last pass over everything took.
 final class WatchStatus: Sendable {
     struct Value: Equatable, Sendable {

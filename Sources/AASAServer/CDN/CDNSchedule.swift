@@ -131,7 +131,7 @@ struct CDNSchedule {
             site.served = w.served
             if let copy = site.lastCopy, site.status.state == .current || site.status.state == .stale {
                 let old = site.status
-                var s = copy.status(served: w.served.file.aasa, previous: old, now: wall)
+                var s = copy.status(served: w.served.aasaFile, previous: old, now: wall)
                 s.checkedAt = old.checkedAt
                 site.status = s
                 if s.state != old.state {
@@ -219,7 +219,7 @@ struct CDNSchedule {
         guard running.removeValue(forKey: check.token) != nil, var site = sites[check.key], site.checking == check.token else { return [] }
         site.checking = nil
         let old = site.status
-        let s = answer.status(served: site.served.file.aasa, previous: old, now: wall)
+        let s = answer.status(served: site.served.aasaFile, previous: old, now: wall)
         site.status = s
         if case .response(200, _) = answer.outcome {
             var copy = answer

@@ -1,7 +1,7 @@
 import AASACore
 import AASAHTTP
 
-/// The development dashboard (SPEC 3.8): on the HTTP listener in `--dev`, for any host that is
+/// The development dashboard (docs/development-mode.md): on the HTTP listener in `--dev`, for any host that is
 /// not a configured site. A self-contained page (no external scripts, fonts or CDNs) over a
 /// small JSON API; every value reaches the page through `textContent`, never as HTML.
 enum Dashboard {
@@ -117,7 +117,7 @@ enum Dashboard {
             w.endObject()
             w.key("diagnostics")
             w.write(site.aasa?.newest.diagnostics ?? [])
-            // Every association file of the site (SPEC 2.1), each with its own verdict.
+            // Every association file of the site (docs/serving.md, "Config directory"), each with its own verdict.
             w.key("files")
             w.beginArray()
             for file in site.files {
@@ -132,7 +132,7 @@ enum Dashboard {
                 w.endObject()
             }
             w.endArray()
-            // What Apple sees (README): the fetches, the CDN's copy, and their timeline.
+            // What Apple sees (docs/apple-view.md): the fetches, the CDN's copy, and their timeline.
             if let apple {
                 AppleView.write(site, apple, to: &w)
                 w.key("timeline")
@@ -192,7 +192,7 @@ enum Dashboard {
                 return w.output
             }
             w.key("site"); w.value(name.description)
-            guard let document = site.served?.file.aasa?.document else {
+            guard let document = site.served?.aasaFile?.document else {
                 w.key("error"); w.value("\(name) has no file that passed validation")
                 w.endObject()
                 return w.output
@@ -444,7 +444,7 @@ enum Dashboard {
       out.append(el("p", { class: "muted" }, "Decided with the file of " + data.site + ":"));
       const table = el("table", { id: "match-results" }, el("tr", {}, el("th", {}, "App"), el("th", {}, "Decision"), el("th", {}, "Decided by")));
       for (const r of data.results) {
-        // A legacy `paths` entry is named as such, with the pattern that decided (SPEC 5).
+        // A legacy `paths` entry is named as such, with the pattern that decided (docs/validation.md, "aasa match").
         const rule = r.rule === "path" ? "path " + r.component + " " + JSON.stringify(r.pattern) : "component " + r.component;
         const by = r.detail === null ? "nothing matched" : "details[" + r.detail + "], " + rule;
         table.append(el("tr", { class: "result" }, el("td", { class: "mono" }, r.app), el("td", { class: r.decision }, r.decision), el("td", {}, by)));

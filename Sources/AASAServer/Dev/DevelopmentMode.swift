@@ -97,7 +97,7 @@ final class DevelopmentMode: Sendable {
         }
         let android = sites.filter { $0.file(.assetLinks) != nil }.map(\.name.description).sorted()
         if !android.isEmpty {
-            // Android's side of the same links (SPEC 2.1): what makes assetlinks.json count.
+            // Android's side of the same links (docs/serving.md, "Config directory"): what makes assetlinks.json count.
             out += "\nAndroid: \(android.prefix(3).joined(separator: ", "))\(android.count > 3 ? " and \(android.count - 3) more" : "") \(android.count == 1 ? "serves" : "serve") assetlinks.json.\n"
             out += "   The app's intent filters need android:autoVerify=\"true\" with these hosts; the fingerprint is the\n"
             out += "   SHA-256 of the app signing certificate (Play Console > App integrity, or `keytool -list -v -keystore KEYSTORE`).\n"

@@ -113,7 +113,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
 
     // MARK: - What the loop asks
 
-    /// Counts the connection against its client's limit (SPEC 3.3); false when the client
+    /// Counts the connection against its client's limit (docs/serving.md, "HTTP/1.1 and limits"); false when the client
     /// already holds as many as it may. Without PROXY protocol the loop asks at accept; with
     /// it, the address is the one the header gives, so it is asked when the header is read.
     func admitClient() -> Bool {
@@ -325,7 +325,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     }
 
     /// A plain connection (HTTP or admin) past any PROXY header. The admin listener stays
-    /// HTTP/1.1 (SPEC 3.9); with HTTP/2 on, a client listener first looks at the opening bytes.
+    /// HTTP/1.1 (docs/serving.md, "HTTP/2"); with HTTP/2 on, a client listener first looks at the opening bytes.
     private func startPlainSession() {
         if facts.listener == .http, loop.http2 != nil {
             stage = .awaitingPreface

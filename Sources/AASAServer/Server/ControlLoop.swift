@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The main thread after start: waits for signals (signalfd) and for changes in the config and
-/// certs directories (inotify), and rebuilds the snapshot off the hot path (SPEC 3.4, 3.6).
+/// certs directories (inotify), and rebuilds the snapshot off the hot path (docs/serving.md, "Validation and hot reload", "Logs and signals").
 final class ControlLoop {
     private let configuration: ServerConfiguration
     private let builder: SnapshotBuilder
@@ -118,7 +118,7 @@ final class ControlLoop {
             }
             if pollsConfig || pollsCertificates, t - lastPoll >= Int64(configuration.pollIntervalSeconds) * 1000 {
                 // A pass over the polled directories: every file's stamp compared, only what
-                // changed read (README, "Reload").
+                // changed read (docs/serving.md, "Validation and hot reload").
                 lastPoll = t
                 var scope = ReloadScope()
                 scope.allSites = pollsConfig
@@ -229,8 +229,10 @@ final class ControlLoop {
             if let certs {
                 roots.append(certs)
                 directories.append((certs, .certsRoot))
-                for entry in (try? DirectoryListing.entries(in: config)) ?? [] where !entry.name.hasPrefix(".") {
-                    if DirectoryListing.isDirectory(entry, in: config) { directories.append((config + "/" + entry.name, .site(entry.name))) }
+                // Certificate folders (certbot's `NAME/`, a Kubernetes Secret's `NAME/` whose
+                // `..data` is swapped on renewal): a change inside names that certificate.
+                for entry in (try? DirectoryListing.entries(in: certs)) ?? [] where !entry.name.hasPrefix(".") {
+                    if DirectoryListing.isDirectory(entry, in: certs) { directories.append((certs + "/" + entry.name, .certificate(entry.name))) }
                 }
             }
             watcher.update(roots: roots, directories: directories)

@@ -4,7 +4,7 @@ import CLinux
 import Glibc
 #endif
 
-/// Everything `aasa serve` is told (SPEC 3).
+/// Everything `aasa serve` is told (docs/serving.md).
 public struct ServerConfiguration: Sendable {
     public var configDirectory = "./config"
     public var certsDirectory: String?
@@ -20,21 +20,21 @@ public struct ServerConfiguration: Sendable {
     /// Settings of each layer, each handed to the layer that reads it.
     public var transport = TransportConfiguration()
     public var http1 = HTTP1Configuration()
-    /// HTTP/2 (SPEC 3.9): ALPN `h2` on every certificate and the h2c preface on `--http`
+    /// HTTP/2 (docs/serving.md, "HTTP/2"): ALPN `h2` on every certificate and the h2c preface on `--http`
     /// listeners. Off: HTTP/1.1 only.
     public var http2Enabled = true
     var http2 = HTTP2Configuration()
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false
-    /// Sites with a label of their own in `/metrics` (README, "Metrics").
+    /// Sites with a label of their own in `/metrics` (docs/serving.md, "Admin listener").
     public var metricsSites = 1000
-    /// How changes in the config and certs directories are seen (README, "Reload").
+    /// How changes in the config and certs directories are seen (docs/serving.md, "Validation and hot reload").
     public var watchMode = WatchMode.auto
     public var pollIntervalSeconds = 30
-    /// `--acme`: certificates obtained and renewed in `certsDirectory` (SPEC 3.10).
+    /// `--acme`: certificates obtained and renewed in `certsDirectory` (docs/acme.md).
     public var acme: ACMEConfiguration?
-    /// `--cdn-watch on`: the copy Apple's CDN holds of each site (README, "What Apple sees").
+    /// `--cdn-watch on`: the copy Apple's CDN holds of each site (docs/apple-view.md).
     public var cdnWatch: CDNWatchConfiguration?
 
     public init() {}
@@ -188,7 +188,7 @@ public final class Server {
 }
 
 /// `--watch`: inotify sees only changes made through this machine's kernel, so a directory on
-/// a network filesystem is polled (README, "Reload").
+/// a network filesystem is polled (docs/serving.md, "Validation and hot reload").
 public enum WatchMode: String, Sendable, CaseIterable {
     /// `poll` for a directory on a network filesystem (found with statfs), `inotify` elsewhere.
     case auto

@@ -39,3 +39,12 @@ public final class ServedVersion: Sendable {
         return false
     }
 }
+
+extension ServedVersion {
+    /// The AASA reading of the version served, read again from its bytes when the builder kept
+    /// only those (outside development, ``SnapshotBuilder/keepsDocuments``); nil for another kind.
+    var aasaFile: AASAFile? {
+        guard file.kind == .aasa else { return nil }
+        return file.aasa ?? AASAFile(bytes: file.bytes)
+    }
+}

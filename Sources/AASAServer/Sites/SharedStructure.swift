@@ -1,6 +1,6 @@
 /// Collections a reload copies in part: a change to one entry copies one small shard or chunk
 /// and the array of references to them, never all 100 000 entries. Each new snapshot shares
-/// every untouched shard with the one before (README, "Reload"), so the CPU of a change does
+/// every untouched shard with the one before (docs/serving.md, "Validation and hot reload"), so the CPU of a change does
 /// not grow with the number of sites.
 
 /// A dictionary in ``ShardedMap/shardCount`` shards by hash.

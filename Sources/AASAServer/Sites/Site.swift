@@ -3,7 +3,7 @@ import AASACore
 import Glibc
 #endif
 
-/// One association file of a site (SPEC 2.1) as last loaded: the version it serves, the newest
+/// One association file of a site (docs/serving.md, "Config directory") as last loaded: the version it serves, the newest
 /// one read, and what is wrong with it. Immutable; a reload that changes it makes a new one.
 public final class SiteFile: Sendable {
     public let kind: AssociationFileKind
@@ -49,7 +49,7 @@ public final class SiteFile: Sendable {
 
 /// A site of the config directory as last loaded: its association files, each served or not on
 /// its own. Immutable once published: a reload that changes anything about a site makes a new
-/// object. The site-level `state`, `served` and `error` describe its AASA file (SPEC 3.5).
+/// object. The site-level `state`, `served` and `error` describe its AASA file (docs/serving.md, "Admin listener").
 public final class Site: Sendable {
     public enum State: String, Sendable {
         /// The newest file is valid and served.
@@ -162,7 +162,7 @@ public struct SiteSummary: Sendable, Equatable {
     }
 }
 
-/// Everything a request needs, built whole and published at once (SPEC 3.4): readers never
+/// Everything a request needs, built whole and published at once (docs/serving.md, "Validation and hot reload"): readers never
 /// see half of a reload. A reload makes a new snapshot that shares every unchanged ``Site``
 /// object with the one before.
 public final class SiteSnapshot: Sendable {

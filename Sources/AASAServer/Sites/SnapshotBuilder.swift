@@ -278,7 +278,7 @@ struct SnapshotBuilder: Sendable {
         }
         work?.add()
         let old = previous.index[siteName]
-        // A folder with any of the association files is a site (README, "Config directory").
+        // A folder with any of the association files is a site (docs/serving.md, "Config directory").
         let files = AssociationFileKind.allCases.compactMap { kind in
             loadFile(kind, in: folder, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced, findings: findings)
         }
@@ -313,7 +313,7 @@ struct SnapshotBuilder: Sendable {
                 return old
             }
             if let old, let served = old.served {
-                // Present but refused: keep the last good version (SPEC 3.4).
+                // Present but refused: keep the last good version (docs/serving.md, "Validation and hot reload").
                 log.error("\(path): \(error.message); the last good version keeps serving")
                 return SiteFile(kind: kind, path: path, served: served, newest: old.newest, refusal: error)
             }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Every certificate of `--certs`, indexed by subjectAltName (SPEC 3.1). Immutable: a reload
+/// Every certificate of `--certs`, indexed by subjectAltName (docs/serving.md, "Certificates"). Immutable: a reload
 /// makes a new store from the previous one, changing only the certificates that changed.
 ///
 /// Coverage and selection go through two name indexes (exact names, and wildcards by the name
@@ -21,7 +21,7 @@ public final class CertificateStore: @unchecked Sendable {
     /// The other certificates of a name two certificates share (rare), to fall back on when the
     /// winner goes.
     private let shadowed: [String: [TLSCertificate]]
-    /// Names of the certificates ACME issued (SPEC 3.10): `/status` says `"source":"acme"`,
+    /// Names of the certificates ACME issued (docs/acme.md): `/status` says `"source":"acme"`,
     /// and only these are renewed.
     public let acmeNames: Set<String>
 
@@ -140,7 +140,7 @@ public final class CertificateStore: @unchecked Sendable {
     /// The certificate of a name as in the layouts of `--certs`.
     func certificate(named name: String) -> TLSCertificate? { byName[name] }
 
-    /// The certificate for a ServerName: exact, then wildcard, then the default. SPEC 3.1.
+    /// The certificate for a ServerName: exact, then wildcard, then the default. docs/serving.md, "Certificates".
     public func select(serverName: String?) -> TLSCertificate? {
         guard let serverName else { return defaultCertificate }
         return covering(serverName) ?? defaultCertificate
@@ -230,9 +230,12 @@ public final class CertificateStore: @unchecked Sendable {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else { return nil }
         let path = directory + "/" + name
         if DirectoryListing.isDirectory(path) {
-            let chain = path + "/fullchain.pem"
-            let key = path + "/privkey.pem"
-            return DirectoryListing.isFile(chain) && DirectoryListing.isFile(key) ? Candidate(name: name, certificate: chain, key: key) : nil
+            // certbot's layout first, then a Kubernetes TLS Secret's, as candidates(in:) does.
+            for (chain, key) in [(path + "/fullchain.pem", path + "/privkey.pem"), (path + "/tls.crt", path + "/tls.key")]
+            where DirectoryListing.isFile(chain) && DirectoryListing.isFile(key) {
+                return Candidate(name: name, certificate: chain, key: key)
+            }
+            return nil
         }
         let key = path + ".key"
         var keyStat = stat()

@@ -4,7 +4,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Whether contexts made from now on offer `h2` in ALPN (SPEC 3.9: `--http2 off`). Off until the
+/// Whether contexts made from now on offer `h2` in ALPN (docs/serving.md, "HTTP/2": `--http2 off`). Off until the
 /// event loop hands `h2` connections to ``HTTP2Session``: offering it sooner would break every
 /// client that prefers it (curl does).
 private let alpnOffersHTTP2 = Atomic<Bool>(false)
@@ -15,7 +15,7 @@ private let alpnOffersHTTP2 = Atomic<Bool>(false)
 /// (``TLSContextCache``): a context is tens of KB, and at 100 000 certificates most are not in
 /// use at any one time. Immutable but for that cache slot.
 public final class TLSCertificate: @unchecked Sendable {
-    /// The file or folder name without extension (SPEC 3.1).
+    /// The file or folder name without extension (docs/serving.md, "Certificates").
     public let name: String
     /// subjectAltName DNS entries, lower case; wildcards as `*.example.com`.
     public let dnsNames: [String]
