@@ -83,10 +83,11 @@ enum InputFiles {
         }
         defer { closedir(dir) }
         var names: [String] = []
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            // In place: a dirent is only as long as its name, so copying all 256 bytes of d_name
+            // can read past the end of readdir's buffer.
+            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
             if name.hasPrefix(".") { continue }
             names.append(name)
         }

@@ -13,7 +13,9 @@ final class ServerState: Sendable {
     let loopsReleasedListeners = Atomic<Int>(0)
     /// Open connections per client address, for the per-client limit (touched once when a
     /// connection's address is known and once when it closes, never per request).
-    let clientConnections = Mutex<[String: Int]>([:])
+    /// A pthread mutex (``Locked``), not `Synchronization.Mutex`, which ThreadSanitizer cannot
+    /// see: loops admitting clients at once looked like a race.
+    let clientConnections = Locked<[String: Int]>([:])
     /// Request counts of every loop, fixed before the loops start.
     let loopCounters: [LoopCounters]
     let maxConnections: Int

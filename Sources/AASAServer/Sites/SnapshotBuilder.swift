@@ -246,14 +246,21 @@ struct SnapshotBuilder: Sendable {
         return slots.values
     }
 
-    /// Results written by the threads of ``map(_:_:)``, each to its own slot.
+    /// Results written by the threads of ``map(_:_:)``, each to its own slot. A buffer, not an
+    /// array: an array's mutating access touches its header from every thread (a data race
+    /// ThreadSanitizer reported), where distinct slots of one buffer never overlap.
     private final class Slots<T>: @unchecked Sendable {
-        private var storage: [T?]
-        init(_ count: Int) { storage = Array(repeating: nil, count: count) }
-        func set(_ i: Int, _ value: T?) {
-            storage.withUnsafeMutableBufferPointer { $0[i] = value }
+        private let storage: UnsafeMutableBufferPointer<T?>
+        init(_ count: Int) {
+            storage = .allocate(capacity: count)
+            storage.initialize(repeating: nil)
         }
-        var values: [T?] { storage }
+        deinit {
+            storage.deinitialize()
+            storage.deallocate()
+        }
+        func set(_ i: Int, _ value: T?) { storage[i] = value }
+        var values: [T?] { Array(storage) }
     }
 
     // MARK: - Sites

@@ -307,10 +307,12 @@ enum DirectoryListing {
         guard let dir = opendir(directory) else { throw SystemError("opendir \(directory)", errno: errno) }
         defer { closedir(dir) }
         var entries: [Entry] = []
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            // Read the name in place: a dirent is only as long as its name (d_reclen), so a copy
+            // of the whole 256-byte d_name reads past the end of the last entry of the buffer
+            // (AddressSanitizer: heap-buffer-overflow).
+            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
             if name == "." || name == ".." { continue }
             entries.append(Entry(name: name, type: entry.pointee.d_type))
         }
