@@ -5,8 +5,9 @@ import AASAHTTP
 /// connection in, a ``Response`` out. Each listener has a chain of them, built at start
 /// (``HandlerChain``); the first that ``handles(_:snapshot:)`` a request answers it, and the
 /// one dispatcher, ``LoopContext/respond(to:connection:cache:startedMicroseconds:)``, records
-/// the answer as ``recording`` says.
-protocol RequestHandler {
+/// the answer as ``recording`` says. Handlers are classes, made once per loop: passing one
+/// around is one reference, not a copy of its fields.
+protocol RequestHandler: AnyObject {
     /// How the dispatcher records this handler's answers.
     var recording: ResponseRecording { get }
 
@@ -66,16 +67,22 @@ struct HandlerChain {
         case .http: chain = http
         case .https: chain = https
         }
-        for handler in chain.dropLast() where handler.handles(request, snapshot: snapshot) { return handler }
-        return chain[chain.count - 1]
+        let last = chain.count - 1
+        var i = 0
+        while i < last {
+            if chain[i].handles(request, snapshot: snapshot) { return chain[i] }
+            i += 1
+        }
+        return chain[last]
     }
 }
 
 // MARK: - The handlers
 
 /// Health, readiness, metrics and status (``AdminResponder``).
-struct AdminHandler: RequestHandler {
+final class AdminHandler: RequestHandler {
     let state: ServerState
+    init(state: ServerState) { self.state = state }
     var recording: ResponseRecording { .unrecorded }
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { true }
@@ -86,9 +93,13 @@ struct AdminHandler: RequestHandler {
 }
 
 /// The development dashboard (``Dashboard``), for hosts that are not sites.
-struct DashboardHandler: RequestHandler {
+final class DashboardHandler: RequestHandler {
     let dev: DevelopmentMode
     let appleView: AppleView
+    init(dev: DevelopmentMode, appleView: AppleView) {
+        self.dev = dev
+        self.appleView = appleView
+    }
     var recording: ResponseRecording { .counted }
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { Dashboard.handles(request, snapshot: snapshot) }
@@ -99,8 +110,9 @@ struct DashboardHandler: RequestHandler {
 }
 
 /// ACME's HTTP-01 challenges (``ACMEChallengeHandler``).
-struct ChallengeHandler: RequestHandler {
+final class ChallengeHandler: RequestHandler {
     let challenges: PendingChallenges
+    init(challenges: PendingChallenges) { self.challenges = challenges }
     var recording: ResponseRecording { .logged }
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { ACMEChallengeHandler.handles(request) }
@@ -112,9 +124,13 @@ struct ChallengeHandler: RequestHandler {
 
 /// The association files of the sites (``AssociationFileHandler``); after each answer, the
 /// development fetch log and the record of Apple's and devices' fetches (docs/apple-view.md).
-struct AssociationFiles: RequestHandler {
+final class AssociationFiles: RequestHandler {
     let development: DevelopmentMode?
     let appleView: AppleView
+    init(development: DevelopmentMode?, appleView: AppleView) {
+        self.development = development
+        self.appleView = appleView
+    }
     var recording: ResponseRecording { .logged }
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { true }
