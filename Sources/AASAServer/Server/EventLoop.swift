@@ -31,8 +31,16 @@ final class EventLoop: @unchecked Sendable {
     private let state: ServerState
     private let context: LoopContext
     private let listeners: [Listener]
-    /// Each open connection by descriptor, with what the loop keeps for it.
-    private var slots: [Slot?] = []
+    /// Each open connection by descriptor, and what the loop keeps for it, in arrays of plain
+    /// values beside it (no reference counting when a connection's bookkeeping is touched).
+    private var connections: [ServerConnection?] = []
+    /// The epoll events registered.
+    private var interests: [UInt32] = []
+    /// When the connection's deadline is (``noTime``: none).
+    private var deadlines: [Int64] = []
+    /// The time of its live timer entry (``noTime``: none).
+    private var scheduled: [Int64] = []
+    private static let noTime = Int64.max
     private var timers = TimerHeap()
     private var generation: Int
     private var nextSerial: UInt64 = 0
@@ -103,7 +111,7 @@ final class EventLoop: @unchecked Sendable {
                 if drainStep() { break }
             }
         }
-        for case let slot? in slots { closeConnection(slot.connection) }
+        for case let c? in connections { closeConnection(c) }
         context.flushAccessLog()
     }
 
@@ -117,7 +125,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func connection(_ fd: Int32) -> ServerConnection? {
-        Int(fd) < slots.count ? slots[Int(fd)]?.connection : nil
+        Int(fd) < connections.count ? connections[Int(fd)] : nil
     }
 
     private func refreshSnapshot() {
@@ -152,12 +160,19 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             descriptorShortageLogged = false
-            if Int(fd) >= slots.count {
-                slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count + 64))
+            if Int(fd) >= connections.count {
+                let more = Int(fd) + 1 - connections.count + 64
+                connections.append(contentsOf: repeatElement(nil, count: more))
+                interests.append(contentsOf: repeatElement(0, count: more))
+                deadlines.append(contentsOf: repeatElement(EventLoop.noTime, count: more))
+                scheduled.append(contentsOf: repeatElement(EventLoop.noTime, count: more))
             }
             nextSerial += 1
             let c = ServerConnection(fd: fd, io: SocketIO(fd: fd), serial: nextSerial, listener: listener.kind, client: address.host, loop: context)
-            slots[Int(fd)] = Slot(connection: c, interest: Epoll.readable)
+            connections[Int(fd)] = c
+            interests[Int(fd)] = Epoll.readable
+            deadlines[Int(fd)] = EventLoop.noTime
+            scheduled[Int(fd)] = EventLoop.noTime
             if counted { state.metrics.openConnections.add(1, ordering: .relaxed) }
             // One address may not hold every slot (`--max-connections-per-client`,
             // docs/serving.md): over its limit, closed at once.
@@ -201,23 +216,14 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Applying what a connection answers
 
-    /// What the loop keeps for a connection: the epoll events registered, its deadline, and
-    /// the time of its live timer entry.
-    private struct Slot {
-        let connection: ServerConnection
-        var interest: UInt32
-        var deadline: Int64?
-        var scheduledAt: Int64?
-    }
-
     private func apply(_ c: ServerConnection, _ action: ServerConnection.Action) {
         guard case .wait(let want, let deadline) = action else {
             closeConnection(c)
             return
         }
         let i = Int(c.fd)
-        if want != slots[i]!.interest {
-            slots[i]!.interest = want
+        if want != interests[i] {
+            interests[i] = want
             do {
                 try Epoll.modify(epfd, c.fd, events: want, data: UInt64(UInt32(bitPattern: c.fd)))
             } catch {
@@ -225,24 +231,25 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
         }
-        slots[i]!.deadline = deadline
+        deadlines[i] = deadline ?? EventLoop.noTime
         schedule(c)
     }
 
     private func schedule(_ c: ServerConnection) {
         let i = Int(c.fd)
-        guard let deadline = slots[i]!.deadline else { return }
-        if let at = slots[i]!.scheduledAt, at <= deadline { return }
-        slots[i]!.scheduledAt = deadline
+        let deadline = deadlines[i]
+        guard deadline != EventLoop.noTime, scheduled[i] > deadline else { return }
+        scheduled[i] = deadline
         timers.push(TimerHeap.Entry(time: deadline, fd: c.fd, serial: c.serial))
     }
 
     private func expireTimers() {
         let now = context.clock.now
         while let entry = timers.popDue(now) {
-            guard let c = connection(entry.fd), c.serial == entry.serial, slots[Int(entry.fd)]!.scheduledAt == entry.time else { continue }
-            slots[Int(entry.fd)]!.scheduledAt = nil
-            if let deadline = slots[Int(entry.fd)]!.deadline, deadline > now {
+            let i = Int(entry.fd)
+            guard let c = connection(entry.fd), c.serial == entry.serial, scheduled[i] == entry.time else { continue }
+            scheduled[i] = EventLoop.noTime
+            if deadlines[i] != EventLoop.noTime, deadlines[i] > now {
                 schedule(c)
             } else {
                 apply(c, c.handle(.deadline))
@@ -255,7 +262,7 @@ final class EventLoop: @unchecked Sendable {
         Epoll.remove(epfd, c.fd)
         c.release()
         close(c.fd)
-        slots[Int(c.fd)] = nil
+        connections[Int(c.fd)] = nil
         if c.facts.listener != .admin { state.metrics.openConnections.subtract(1, ordering: .relaxed) }
         resumeIfRoom()
     }
@@ -270,8 +277,8 @@ final class EventLoop: @unchecked Sendable {
             for l in listeners where l.kind != .admin { Epoll.remove(epfd, l.fd) }
             listenersActive = false
             state.loopsReleasedListeners.add(1, ordering: .releasing)
-            for case let slot? in slots where slot.connection.facts.listener != .admin {
-                apply(slot.connection, slot.connection.handle(.drain))
+            for case let c? in connections where c.facts.listener != .admin {
+                apply(c, c.handle(.drain))
             }
         }
         // Every loop stays until the last client connection of any loop is done, so the admin
