@@ -69,7 +69,7 @@ final class SessionDriver {
     /// reads the machine's time behind it.
     @Test func aRequestStartsAtTheTimeOfTheLoopsClock() {
         let driver = SessionDriver()
-        driver.clock.microseconds = { 42_000_123 }
+        driver.clock.fixedMicroseconds = 42_000_123
         driver.feed(Array("GET /a HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8))
         #expect(driver.dispatch.starts == [42_000_123])
     }

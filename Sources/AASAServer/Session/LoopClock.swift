@@ -5,10 +5,13 @@ import AASAHTTP
 final class LoopClock {
     /// Monotonic milliseconds.
     var now: Int64
+    /// Set by tests: what ``microseconds()`` answers instead of the real clock, so nothing a
+    /// session does reads the machine's time behind the test's back.
+    var fixedMicroseconds: Int64?
+
     /// Monotonic microseconds, read when asked: when a request began and ended, for the access
-    /// log's duration. The real clock; tests set their own, so nothing a session does reads
-    /// the machine's time behind the test's back.
-    var microseconds: () -> Int64 = monotonicMicroseconds
+    /// log's duration.
+    func microseconds() -> Int64 { fixedMicroseconds ?? monotonicMicroseconds() }
     /// The HTTP-date of the current second, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
     private(set) var date: [UInt8] = []
     private var dateSecond = -1
