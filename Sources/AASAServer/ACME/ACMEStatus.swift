@@ -26,7 +26,7 @@ public final class ACMEStatus: Sendable {
 
     let directory: String
     let challenge: ChallengeType
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     /// The queue (docs/acme.md): hosts waiting for an order (those under
     /// way excluded), and when the next may start (Unix seconds; nil when nothing waits).
@@ -35,7 +35,7 @@ public final class ACMEStatus: Sendable {
         var nextOrderAt: Int?
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
 
     func setQueue(_ value: Queue) {
         queue.withLock { $0 = value }
@@ -94,7 +94,7 @@ final class ACMEDemand: Sendable {
     static let capacity = 10_000
 
     private let enabled = Atomic<Bool>(false)
-    private let names = Mutex<Set<String>>([])
+    private let names = Locked<Set<String>>([])
 
     /// Off until the ACME thread starts: without `--acme` a handshake records nothing.
     var isEnabled: Bool {

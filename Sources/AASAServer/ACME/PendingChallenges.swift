@@ -10,8 +10,8 @@ public final class PendingChallenges: Sendable {
     /// The ALPN protocol of TLS-ALPN-01 (RFC 8737 §6.2).
     static let alpnProtocol = "acme-tls/1"
 
-    private let tokens = Mutex<[String: String]>([:])
-    private let certificates = Mutex<[String: ChallengeCertificate]>([:])
+    private let tokens = Locked<[String: String]>([:])
+    private let certificates = Locked<[String: ChallengeCertificate]>([:])
     /// Checked before anything else on every handshake, so a server with no challenge pending
     /// pays one atomic load.
     private let certificateCount = Atomic<Int>(0)

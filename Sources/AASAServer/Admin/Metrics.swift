@@ -37,7 +37,7 @@ final class SiteLabels: Sendable {
     static let other = "other"
 
     let capacity: Int
-    private let admitted = Mutex<Set<String>>([])
+    private let admitted = Locked<Set<String>>([])
 
     init(capacity: Int = SiteLabels.defaultCapacity) {
         self.capacity = max(0, capacity)

@@ -11,7 +11,7 @@ final class WatchStatus: Sendable {
         var lastPassSeconds: Double?
     }
 
-    private let value = Mutex(Value())
+    private let value = Locked(Value())
 
     func current() -> Value { value.withLock { $0 } }
 

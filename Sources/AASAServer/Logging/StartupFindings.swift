@@ -17,7 +17,7 @@ final class StartupFindings: Sendable {
     static let linesPerKind = 20
 
     let log: Log
-    private let counts = Mutex<[Kind: Int]>([:])
+    private let counts = Locked<[Kind: Int]>([:])
 
     init(log: Log) {
         self.log = log

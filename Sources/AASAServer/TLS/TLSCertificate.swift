@@ -260,6 +260,11 @@ final class KeyReader: @unchecked Sendable {
         keys.withLock { keys in
             for key in keys.values { EVP_PKEY_free(key.pointer) }
         }
+        // The keys that did not fit, or that two threads decoded at once (LeakSanitizer found
+        // them kept and never freed).
+        orphans.withLock { orphans in
+            for key in orphans { EVP_PKEY_free(key) }
+        }
     }
 
     /// The key of a PEM file. `pointer` stays valid while the reader lives.
