@@ -303,22 +303,13 @@ struct FirstResults {
 }
 
 /// Starts a detached thread running `body`; the error when the system has no thread to give
-/// (EAGAIN), which a check survives (``startThread`` treats it as a bug).
+/// (EAGAIN), which a check survives.
 private func startDetachedThread(_ body: @escaping () -> Void) -> SystemError? {
-    final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let r = pthread_create(&thread, nil, { arg in
-        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+    switch tryStartThread(body) {
+    case .success(let thread):
+        pthread_detach(thread)
         return nil
-    }, box)
-    guard r == 0 else {
-        Unmanaged<Box>.fromOpaque(box).release()
-        return SystemError("pthread_create", errno: r)
+    case .failure(let error):
+        return error
     }
-    pthread_detach(thread)
-    return nil
 }
