@@ -5,8 +5,7 @@ import AASAHTTP
 /// connection in, a ``Response`` out. Each listener has a chain of them, built at start
 /// (``HandlerChain``); the first that ``handles(_:snapshot:)`` a request answers it, and the
 /// one dispatcher, ``LoopContext/respond(to:connection:cache:startedMicroseconds:)``, records
-/// the answer as ``recording`` says. Handlers are classes, made once per loop: passing one
-/// around is one reference, not a copy of its fields.
+/// the answer as ``recording`` says. Handlers are classes, made once per loop.
 protocol RequestHandler: AnyObject {
     /// How the dispatcher records this handler's answers.
     var recording: ResponseRecording { get }
@@ -39,41 +38,22 @@ enum ResponseRecording {
     case unrecorded
 }
 
-/// The handlers of each kind of listener, in the order they are asked.
+/// The handlers of each kind of listener, made once per loop, in the order they are asked:
+/// admin — the admin endpoints; `--http` — the dashboard in development mode, ACME's HTTP-01
+/// challenges with `--acme`, then the association files; HTTPS — the association files. The
+/// order is fixed, so the chain is fields, not an array of existentials: the dispatcher calls each
+/// handler statically (a call through the protocol cost some 500 instructions a request).
 struct HandlerChain {
-    private let admin: [any RequestHandler]
-    private let http: [any RequestHandler]
-    private let https: [any RequestHandler]
+    let admin: AdminHandler
+    let dashboard: DashboardHandler?
+    let challenges: ChallengeHandler?
+    let files: AssociationFiles
 
-    /// The chains `state` calls for: the dashboard on `--http` in development mode, ACME's
-    /// challenges on `--http` with `--acme`, and the association files everywhere but admin.
     init(state: ServerState, challenges: PendingChallenges) {
-        let files = AssociationFiles(development: state.dev, appleView: state.appleView)
-        var http: [any RequestHandler] = []
-        if let dev = state.dev { http.append(DashboardHandler(dev: dev, appleView: state.appleView)) }
-        if state.acme != nil { http.append(ChallengeHandler(challenges: challenges)) }
-        http.append(files)
-        self.admin = [AdminHandler(state: state)]
-        self.http = http
-        self.https = [files]
-    }
-
-    /// The first handler of `listener`'s chain that answers `request`. The last of each chain
-    /// answers everything.
-    func handler(for request: HTTPRequest, on listener: ListenerKind, snapshot: SiteSnapshot) -> any RequestHandler {
-        let chain: [any RequestHandler]
-        switch listener {
-        case .admin: chain = admin
-        case .http: chain = http
-        case .https: chain = https
-        }
-        let last = chain.count - 1
-        var i = 0
-        while i < last {
-            if chain[i].handles(request, snapshot: snapshot) { return chain[i] }
-            i += 1
-        }
-        return chain[last]
+        admin = AdminHandler(state: state)
+        dashboard = state.dev.map { DashboardHandler(dev: $0, appleView: state.appleView) }
+        self.challenges = state.acme == nil ? nil : ChallengeHandler(challenges: challenges)
+        files = AssociationFiles(development: state.dev, appleView: state.appleView)
     }
 }
 

@@ -49,10 +49,30 @@ final class LoopContext {
         log.error("https: no certificate loaded; closing TLS connections")
     }
 
-    /// The one road from a request to its response, for both protocols: the handler the
-    /// listener's chain picks, then the access log and the metrics as the handler says.
+    /// The one road from a request to its response, for both protocols: the first handler of
+    /// the listener's chain that takes the request, then the access log and the metrics as the
+    /// handler says.
     func respond(to request: HTTPRequest, connection: ConnectionFacts, cache: inout HostCache, startedMicroseconds: Int64) -> Response {
-        let handler = handlers.handler(for: request, on: connection.listener, snapshot: snapshot)
+        switch connection.listener {
+        case .admin:
+            return dispatch(handlers.admin, request, connection, &cache, startedMicroseconds)
+        case .http:
+            if let dashboard = handlers.dashboard, dashboard.handles(request, snapshot: snapshot) {
+                return dispatch(dashboard, request, connection, &cache, startedMicroseconds)
+            }
+            if let challenges = handlers.challenges, challenges.handles(request, snapshot: snapshot) {
+                return dispatch(challenges, request, connection, &cache, startedMicroseconds)
+            }
+            return dispatch(handlers.files, request, connection, &cache, startedMicroseconds)
+        case .https:
+            return dispatch(handlers.files, request, connection, &cache, startedMicroseconds)
+        }
+    }
+
+    /// One handler's answer, recorded as it says. Generic, so each handler is called directly.
+    @inline(__always)
+    private func dispatch<H: RequestHandler>(_ handler: H, _ request: HTTPRequest, _ connection: ConnectionFacts,
+                                             _ cache: inout HostCache, _ startedMicroseconds: Int64) -> Response {
         let response = handler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
         var fetcher: StaticString?
         switch handler.recording {
