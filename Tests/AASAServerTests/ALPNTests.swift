@@ -17,12 +17,14 @@ private func select(offered: [String], offeringHTTP2: Bool) -> String? {
 
 /// A real handshake over a socket pair between a certificate's context and the project's TLS
 /// client offering `h2,http/1.1`; returns what ALPN settled on.
-private func handshake(with certificate: TLSCertificate) throws -> String? {
+private func handshake(with certificate: TLSCertificate, settings: TLSServerSettings) throws -> String? {
     var fds: [Int32] = [0, 0]
     guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { return nil }
     defer { close(fds[0]); close(fds[1]) }
     for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-    let server = try TLSStream(serverContext: certificate.testContext, fd: fds[0])
+    guard let context = certificate.retainedContext(settings) else { return nil }
+    defer { SSL_CTX_free(context) }
+    let server = try TLSStream(serverContext: context, fd: fds[0])
     let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["h2", "http/1.1"]), fd: fds[1], serverName: "example.com")
     var serverDone = false, clientDone = false
     for _ in 0..<100 where !(serverDone && clientDone) {
@@ -34,9 +36,8 @@ private func handshake(with certificate: TLSCertificate) throws -> String? {
     return server.negotiatedProtocol
 }
 
-/// The flag is process-wide: these run one at a time and put it back.
-@Suite(.serialized) struct ALPNTests {
-    @Test func aCertificateMadeWithHTTP2OnNegotiatesH2AndOneMadeWithItOffHTTP1() throws {
+struct ALPNTests {
+    @Test func aContextMadeWithHTTP2OnNegotiatesH2AndOneMadeWithItOffHTTP1() throws {
         let directory = "/tmp/aasa-alpn-\(getpid())"
         defer {
             for file in ["ca/ca.pem", "ca/ca.key", "aasa-dev.crt", "aasa-dev.key"] { unlink(directory + "/" + file) }
@@ -46,15 +47,11 @@ private func handshake(with certificate: TLSCertificate) throws -> String? {
         let development = DevelopmentCertificates(directory: directory)
         _ = try development.ensure(names: ["example.com"])
         let keyPath = directory + "/\(DevelopmentCertificates.leafName).key"
-        defer { TLSCertificate.offersHTTP2 = false }
-
-        TLSCertificate.offersHTTP2 = true
         let withHTTP2 = try TLSCertificate(name: "h2", certificatePath: development.leafCertificatePath, keyPath: keyPath)
-        TLSCertificate.offersHTTP2 = false
         let withoutHTTP2 = try TLSCertificate(name: "h1", certificatePath: development.leafCertificatePath, keyPath: keyPath)
 
-        #expect(try handshake(with: withHTTP2) == "h2")
-        #expect(try handshake(with: withoutHTTP2) == "http/1.1")
+        #expect(try handshake(with: withHTTP2, settings: TLSServerSettings(offersHTTP2: true)) == "h2")
+        #expect(try handshake(with: withoutHTTP2, settings: TLSServerSettings(offersHTTP2: false)) == "http/1.1")
     }
 
     @Test func h2IsPreferredWhenTheClientOffersBoth() {
@@ -69,10 +66,5 @@ private func handshake(with certificate: TLSCertificate) throws -> String? {
     @Test func withHTTP2OffOnlyHTTP1IsChosen() {
         #expect(select(offered: ["h2", "http/1.1"], offeringHTTP2: false) == "http/1.1")
         #expect(select(offered: ["h2"], offeringHTTP2: false) == nil)
-    }
-
-    @Test func certificatesOfferOnlyHTTP1UntilTheServerTurnsHTTP2On() {
-        // The event loop does not hand h2 connections to HTTP2Session yet.
-        #expect(!TLSCertificate.offersHTTP2)
     }
 }

@@ -48,7 +48,7 @@ struct FakeIO: ConnectionIO {
 
     var hasBufferedInput: Bool { false }
 
-    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore) -> Bool {
+    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         wire.tlsStarted = true
         return true
     }

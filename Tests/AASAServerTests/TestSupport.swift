@@ -124,7 +124,7 @@ extension TLSCertificate {
     /// The cached context, for a test that makes a stream from it (SSL_new takes its own
     /// reference; the cache keeps this one while the test runs).
     var testContext: OpaquePointer {
-        let context = retainedContext()!
+        let context = retainedContext(TLSServerSettings(offersHTTP2: false))!
         SSL_CTX_free(context)
         return context
     }

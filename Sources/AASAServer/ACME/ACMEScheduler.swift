@@ -58,7 +58,7 @@ final class ACMEScheduler: @unchecked Sendable {
             return
         }
         log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory), at most \(configuration.orderRate) orders per 3 hours")
-        ACMEDemand.shared.isEnabled = true
+        status.challenges.demand.isEnabled = true
         // The hosts due, looked for again when the snapshot changes, after an order, and every
         // 5 s (renewals fall due with time): not five walks over 100 000 sites a second.
         var cached: (generation: Int, at: Int64, due: [String])?
@@ -70,7 +70,7 @@ final class ACMEScheduler: @unchecked Sendable {
                 cached = (generation, now, dueHosts(snapshot))
             }
             // The names clients asked for first, then site order.
-            let demand = ACMEDemand.shared.current
+            let demand = status.challenges.demand.current
             var due = cached?.due ?? []
             if !demand.isEmpty {
                 due = due.filter { demand.contains($0) } + due.filter { !demand.contains($0) }
@@ -82,7 +82,7 @@ final class ACMEScheduler: @unchecked Sendable {
             status.setQueue(ACMEStatus.Queue(queued: due.count,
                                              nextOrderAt: due.isEmpty ? nil : wallClockSeconds() + Int((nextOrder - now + 999) / 1000)))
             if let host = ready, bucket.take(now: now) {
-                ACMEDemand.shared.remove(host)
+                status.challenges.demand.remove(host)
                 let waiting = max(0, due.count - 1)
                 let next = bucket.nextOrder(now: now)
                 status.setQueue(ACMEStatus.Queue(queued: waiting,
@@ -107,16 +107,16 @@ final class ACMEScheduler: @unchecked Sendable {
             guard parts.count == 2, let type = ChallengeType(rawValue: parts[0]) else { continue }
             switch type {
             case .http01:
-                PendingChallenges.shared.addToken(parts[1], keyAuthorization: keyAuthorization)
+                status.challenges.addToken(parts[1], keyAuthorization: keyAuthorization)
             case .tlsALPN01:
                 guard let certificate = try? ChallengeCertificate(host: parts[1], keyAuthorization: keyAuthorization) else { continue }
-                PendingChallenges.shared.addCertificate(certificate)
+                status.challenges.addCertificate(certificate)
             }
             foreign[key] = keyAuthorization
         }
         for key in foreign.keys where shared[key] == nil {
             let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
-            if parts[0] == ChallengeType.http01.rawValue { PendingChallenges.shared.removeToken(parts[1]) } else { PendingChallenges.shared.removeCertificate(host: parts[1]) }
+            if parts[0] == ChallengeType.http01.rawValue { status.challenges.removeToken(parts[1]) } else { status.challenges.removeCertificate(host: parts[1]) }
             foreign[key] = nil
         }
     }
@@ -179,7 +179,7 @@ final class ACMEScheduler: @unchecked Sendable {
         do throws(ACMEError) {
             let client = try ensureClient()
             log.info("acme: \(host): ordering a certificate")
-            let issued = try Issuance(client: client, challengeType: configuration.challenge, challenges: .shared, storage: storage, log: log).run(host: host)
+            let issued = try Issuance(client: client, challengeType: configuration.challenge, challenges: status.challenges, storage: storage, log: log).run(host: host)
             try storage.saveCertificate(host: host, issued)
             guard let validity = CertificateValidity(pem: issued.chainPEM, host: host) else {
                 throw ACMEError(.protocolViolation, "the issued certificate does not name \(host)")

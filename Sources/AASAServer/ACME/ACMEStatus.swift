@@ -26,6 +26,8 @@ public final class ACMEStatus: Sendable {
 
     let directory: String
     let challenge: ChallengeType
+    /// What the loops answer challenges from, and the names clients asked for.
+    let challenges = PendingChallenges()
     private let entries = Locked<[String: Entry]>([:])
 
     /// The queue (docs/acme.md): hosts waiting for an order (those under
@@ -90,13 +92,12 @@ public final class ACMEStatus: Sendable {
 /// "Automatic certificates"): the ACME queue orders those first. Bounded: a scan of random names fills
 /// it, and then it only forgets.
 final class ACMEDemand: Sendable {
-    static let shared = ACMEDemand()
     static let capacity = 10_000
 
     private let enabled = Atomic<Bool>(false)
     private let names = Locked<Set<String>>([])
 
-    /// Off until the ACME thread starts: without `--acme` a handshake records nothing.
+    /// Off until the ACME thread starts.
     var isEnabled: Bool {
         get { enabled.load(ordering: .relaxed) }
         set { enabled.store(newValue, ordering: .relaxed) }

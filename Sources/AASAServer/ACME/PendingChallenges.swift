@@ -2,11 +2,10 @@ import COpenSSL
 import Synchronization
 
 /// The challenges the ACME thread is answering right now, read by the loops: HTTP-01 key
-/// authorizations by token, and TLS-ALPN-01 challenge certificates by host. Process-wide,
-/// because OpenSSL's ClientHello callback has no context of ours to reach it through.
-public final class PendingChallenges: Sendable {
-    public static let shared = PendingChallenges()
-
+/// authorizations by token, and TLS-ALPN-01 challenge certificates by host; and the names
+/// clients asked for that no certificate covers. One per server with `--acme` (``ACMEStatus``),
+/// reaching the TLS callbacks as the server's ``TLSChallenges``.
+final class PendingChallenges: TLSChallenges {
     /// The ALPN protocol of TLS-ALPN-01 (RFC 8737 §6.2).
     static let alpnProtocol = "acme-tls/1"
 
@@ -15,12 +14,13 @@ public final class PendingChallenges: Sendable {
     /// Checked before anything else on every handshake, so a server with no challenge pending
     /// pays one atomic load.
     private let certificateCount = Atomic<Int>(0)
+    /// Names asked for in a ClientHello that no certificate covers, ordered first.
+    let demand = ACMEDemand()
 
     init() {}
 
-    /// Frees the bootstrap context. `shared` lives as long as the process; other instances (the
-    /// unit tests') would otherwise leak one `SSL_CTX` each. A connection that started with the
-    /// context holds its own reference (SSL_new), so freeing here never pulls it from under one.
+    /// Frees the bootstrap context. A connection that started with the context holds its own
+    /// reference (SSL_new), so freeing here never pulls it from under one.
     deinit { SSL_CTX_free(bootstrapContext.context) }
 
     // MARK: HTTP-01 (RFC 8555 §8.3)
@@ -71,9 +71,32 @@ public final class PendingChallenges: Sendable {
     let bootstrapContext: UnsafeSendableContext = {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { preconditionFailure("SSL_CTX_new") }
         _ = aasa_SSL_CTX_set_min_proto_version(ctx, aasa_tls1_2_version())
-        SSL_CTX_set_client_hello_cb(ctx, acmeClientHelloCallback, nil)
+        SSL_CTX_set_client_hello_cb(ctx, tlsClientHelloCallback, nil)
         return UnsafeSendableContext(ctx)
     }()
+
+    // MARK: TLSChallenges
+
+    /// A ClientHello that offers ALPN `acme-tls/1` for a name with a pending challenge is moved
+    /// to that challenge's context (RFC 8737 §3).
+    func clientHello(_ ssl: OpaquePointer) {
+        guard hasCertificates else { return }
+        var data: UnsafePointer<UInt8>?
+        var length = 0
+        guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_application_layer_protocol_negotiation), &data, &length) == 1, let data,
+              ClientHelloExtensions.protocols(UnsafeBufferPointer(start: data, count: length), listIsPrefixed: true)
+                .contains(PendingChallenges.alpnProtocol) else { return }
+        // SSL_get_servername is not yet set in this callback: the extension is read raw.
+        var sni: UnsafePointer<UInt8>?
+        var sniLength = 0
+        guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_server_name), &sni, &sniLength) == 1, let sni,
+              let host = ClientHelloExtensions.serverName(UnsafeBufferPointer(start: sni, count: sniLength)) else { return }
+        _ = switchToChallenge(ssl, host: host)
+    }
+
+    func uncovered(serverName: String) {
+        if demand.isEnabled { demand.note(serverName) }
+    }
 }
 
 /// An `SSL_CTX` shared between threads (OpenSSL's contexts are thread-safe to share). Not an
@@ -81,26 +104,6 @@ public final class PendingChallenges: Sendable {
 public struct UnsafeSendableContext: @unchecked Sendable {
     let context: OpaquePointer
     init(_ context: OpaquePointer) { self.context = context }
-}
-
-/// The ClientHello callback of every serving context (RFC 8737 §3): a ClientHello that offers
-/// ALPN `acme-tls/1` for a name with a pending challenge is moved to that challenge's context
-/// before the ServerName and ALPN steps run. Any other ClientHello goes on untouched.
-let acmeClientHelloCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
-    let success = Int32(SSL_CLIENT_HELLO_SUCCESS)
-    guard let ssl, PendingChallenges.shared.hasCertificates else { return success }
-    var data: UnsafePointer<UInt8>?
-    var length = 0
-    guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_application_layer_protocol_negotiation), &data, &length) == 1, let data,
-          ClientHelloExtensions.protocols(UnsafeBufferPointer(start: data, count: length), listIsPrefixed: true)
-            .contains(PendingChallenges.alpnProtocol) else { return success }
-    // SSL_get_servername is not yet set in this callback: the extension is read raw.
-    var sni: UnsafePointer<UInt8>?
-    var sniLength = 0
-    guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_server_name), &sni, &sniLength) == 1, let sni,
-          let host = ClientHelloExtensions.serverName(UnsafeBufferPointer(start: sni, count: sniLength)) else { return success }
-    _ = PendingChallenges.shared.switchToChallenge(ssl, host: host)
-    return success
 }
 
 /// Readers of the two ClientHello extensions the callback needs, over the raw bytes.

@@ -22,8 +22,10 @@ final class ServerState: Sendable {
     let shutdownGraceMilliseconds: Int64
     /// `--dev`: the dashboard, the fetch log and the development certificates.
     let dev: DevelopmentMode?
-    /// `--acme`: what the ACME thread is doing, for `/status`.
+    /// `--acme`: what the ACME thread is doing, for `/status`, and the challenges it publishes.
     let acme: ACMEStatus?
+    /// How TLS contexts are made and what their callbacks consult.
+    let tls: TLSServerSettings
     /// The fetch record and the CDN watch (docs/apple-view.md).
     let appleView: AppleView
     /// How the directories are watched, for `/status`.
@@ -47,10 +49,12 @@ final class ServerState: Sendable {
     }
 
     init(snapshot: SiteSnapshot, loops: Int, maxConnections: Int, shutdownGraceMilliseconds: Int64, dev: DevelopmentMode? = nil,
-         acme: ACMEStatus? = nil, appleView: AppleView = AppleView(), metricsSites: Int = SiteLabels.defaultCapacity) {
+         acme: ACMEStatus? = nil, appleView: AppleView = AppleView(), metricsSites: Int = SiteLabels.defaultCapacity,
+         http2: Bool = false) {
         self.dev = dev
         self.appleView = appleView
         self.acme = acme
+        tls = TLSServerSettings(offersHTTP2: http2, challenges: acme?.challenges)
         self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         snapshots = SnapshotStore(snapshot)
         let labels = SiteLabels(capacity: metricsSites)

@@ -49,10 +49,10 @@ struct HandlerChain {
     let challenges: ChallengeHandler?
     let files: AssociationFiles
 
-    init(state: ServerState, challenges: PendingChallenges) {
+    init(state: ServerState) {
         admin = AdminHandler(state: state)
         dashboard = state.dev.map { DashboardHandler(dev: $0, appleView: state.appleView) }
-        self.challenges = state.acme == nil ? nil : ChallengeHandler(challenges: challenges)
+        self.challenges = state.acme.map { ChallengeHandler(challenges: $0.challenges) }
         files = AssociationFiles(development: state.dev, appleView: state.appleView)
     }
 }

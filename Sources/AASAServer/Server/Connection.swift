@@ -259,14 +259,15 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
             let certificates = loop.snapshot.certificates
             // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
             // The default certificate's context, with a reference of our own until SSL_new has its.
-            var context = certificates.defaultCertificate?.retainedContext()
-            if context == nil, loop.state.acme != nil {
-                let bootstrap = PendingChallenges.shared.bootstrapContext.context
+            let settings = loop.state.tls
+            var context = certificates.defaultCertificate?.retainedContext(settings)
+            if context == nil, let acme = loop.state.acme {
+                let bootstrap = acme.challenges.bootstrapContext.context
                 SSL_CTX_up_ref(bootstrap)
                 context = bootstrap
             }
             defer { if let context { SSL_CTX_free(context) } }
-            guard let context, io.startTLS(context: context, certificates: certificates) else {
+            guard let context, io.startTLS(context: context, certificates: certificates, settings: settings) else {
                 loop.missingCertificate()
                 return false
             }

@@ -30,7 +30,7 @@ final class LoopContext {
         self.http2 = http2
         self.log = log
         self.accessLog = AccessLog(format: accessLogFormat)
-        self.handlers = HandlerChain(state: state, challenges: .shared)
+        self.handlers = HandlerChain(state: state)
         self.snapshot = state.snapshots.load().0
         self.scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     }

@@ -84,8 +84,6 @@ public final class Server {
         for s in [SIGTERM, SIGINT, SIGHUP] { _ = aasa_sigaddset(&signals, s) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
-        // Read whenever a certificate's context is made: before the first one loads.
-        TLSCertificate.offersHTTP2 = configuration.http2Enabled
         let started = monotonicMilliseconds()
         let dev = configuration.dev ? DevelopmentMode(certificatesDirectory: configuration.certsDirectory ?? "certs-dev") : nil
         dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
@@ -95,7 +93,7 @@ public final class Server {
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
                                 acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) },
                                 appleView: AppleView(cdn: configuration.cdnWatch.map { CDNWatch(configuration: $0) }),
-                                metricsSites: configuration.metricsSites)
+                                metricsSites: configuration.metricsSites, http2: configuration.http2Enabled)
         let serving = snapshot.summary.serving + snapshot.summary.stale
         log.info("loaded \(snapshot.summary.sites) sites (\(serving) serving) from \(configuration.configDirectory) in \(monotonicMilliseconds() - started) ms")
 

@@ -1,18 +1,12 @@
 import COpenSSL
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Whether contexts made from now on offer `h2` in ALPN (docs/serving.md, "HTTP/2": `--http2 off`). Off until the
-/// event loop hands `h2` connections to ``HTTP2Session``: offering it sooner would break every
-/// client that prefers it (curl does).
-private let alpnOffersHTTP2 = Atomic<Bool>(false)
-
 /// One key pair from `--certs`, ready to serve: the names it covers, and its certificates and
 /// key as DER. Its `SSL_CTX` (TLS 1.2/1.3, AEAD ciphers, no compression or renegotiation,
-/// session tickets, ALPN) is made on first use and kept in a bounded cache
-/// (``TLSContextCache``): a context is tens of KB, and at 100 000 certificates most are not in
+/// session tickets, ALPN as the server's ``TLSServerSettings`` say) is made on first use and kept
+/// in the settings' bounded cache (``TLSContextCache``): a context is tens of KB, and at 100 000 certificates most are not in
 /// use at any one time. Immutable but for that cache slot.
 public final class TLSCertificate: @unchecked Sendable {
     /// The file or folder name without extension (docs/serving.md, "Certificates").
@@ -26,8 +20,6 @@ public final class TLSCertificate: @unchecked Sendable {
     /// The leaf, then the rest of the chain, as the file lists them.
     private let certificatesDER: [[UInt8]]
     private let keyDER: [UInt8]
-    /// ``offersHTTP2`` when the certificate was loaded: its context, made later, offers the same.
-    private let alpnOffersH2: Bool
     /// The context while it is cached; owned, freed when evicted or with this object. OpenSSL
     /// counts references, so a connection whose SSL still uses it keeps it alive.
     private let cached = Locked<OpaquePointer?>(nil)
@@ -47,7 +39,6 @@ public final class TLSCertificate: @unchecked Sendable {
                 self.notBefore = fields.notBefore
                 self.certificatesDER = ders
                 self.keyDER = key.der
-                self.alpnOffersH2 = TLSCertificate.offersHTTP2
                 self.name = name
                 return
             }
@@ -77,7 +68,6 @@ public final class TLSCertificate: @unchecked Sendable {
         self.notBefore = X509Fields.notBefore(chain[0])
         self.certificatesDER = ders
         self.keyDER = key.der
-        self.alpnOffersH2 = TLSCertificate.offersHTTP2
         self.name = name
     }
 
@@ -85,16 +75,17 @@ public final class TLSCertificate: @unchecked Sendable {
         if let ctx = cached.withLock({ $0 }) { SSL_CTX_free(ctx) }
     }
 
-    /// The certificate's context, with a reference the caller owns: `SSL_new` or
-    /// `SSL_set_SSL_CTX` take their own, then the caller calls `SSL_CTX_free`.
-    func retainedContext() -> OpaquePointer? {
+    /// The certificate's context, made with `settings` on first use, with a reference the caller
+    /// owns: `SSL_new` or `SSL_set_SSL_CTX` take their own, then the caller calls `SSL_CTX_free`.
+    /// One server gives the same settings every time.
+    func retainedContext(_ settings: TLSServerSettings) -> OpaquePointer? {
         if let ctx = cached.withLock({ ctx -> OpaquePointer? in
             if let ctx { SSL_CTX_up_ref(ctx) }
             return ctx
         }) {
             return ctx
         }
-        guard let made = try? makeContext() else { return nil }
+        guard let made = try? makeContext(settings) else { return nil }
         let (ctx, isNew) = cached.withLock { slot -> (OpaquePointer, Bool) in
             // Another thread may have made one meanwhile: keep the first.
             if let existing = slot {
@@ -106,7 +97,7 @@ public final class TLSCertificate: @unchecked Sendable {
             return (made, true)
         }
         if isNew {
-            TLSContextCache.shared.added(self)
+            settings.contexts.added(self)
         } else {
             SSL_CTX_free(made)
         }
@@ -125,11 +116,11 @@ public final class TLSCertificate: @unchecked Sendable {
 
     var hasContext: Bool { cached.withLock { $0 != nil } }
 
-    private func makeContext() throws(TLSError) -> OpaquePointer {
+    private func makeContext(_ settings: TLSServerSettings) throws(TLSError) -> OpaquePointer {
         TLSError.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new") }
         do throws(TLSError) {
-            try TLSCertificate.configure(ctx, offersHTTP2: alpnOffersH2)
+            try TLSCertificate.configure(ctx, offersHTTP2: settings.offersHTTP2)
             for (i, der) in certificatesDER.enumerated() {
                 let cert = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
                     var p = buffer.baseAddress
@@ -171,14 +162,6 @@ public final class TLSCertificate: @unchecked Sendable {
         return chain
     }
 
-    /// Whether ALPN offers `h2` before `http/1.1`. Read when a certificate is loaded, at
-    /// start and at every reload: set it from the server configuration (`--http2`) before the
-    /// first certificate loads. Off, ALPN offers `http/1.1` only.
-    public static var offersHTTP2: Bool {
-        get { alpnOffersHTTP2.load(ordering: .relaxed) }
-        set { alpnOffersHTTP2.store(newValue, ordering: .relaxed) }
-    }
-
     /// Whether the certificate is valid for `host` (RFC 6125: a wildcard covers one label).
     public func covers(_ host: String) -> Bool {
         for name in dnsNames {
@@ -217,22 +200,21 @@ public final class TLSCertificate: @unchecked Sendable {
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
         aasa_SSL_CTX_use_alpn(ctx, offersHTTP2 ? 1 : 0)
         _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, serverNameCallback)
-        // TLS-ALPN-01 (RFC 8737): a ClientHello for a pending ACME challenge moves to its context.
-        SSL_CTX_set_client_hello_cb(ctx, acmeClientHelloCallback, nil)
+        SSL_CTX_set_client_hello_cb(ctx, tlsClientHelloCallback, nil)
     }
 }
 
 /// The ServerName callback of every context: picks the certificate for the name the client
-/// asked for from the store of the connection's snapshot (ex-data slot 0), exact name before
+/// asked for from the store of the connection's snapshot (``HandshakeData``), exact name before
 /// wildcard; an unknown name keeps the default certificate the handshake started with.
 private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
-    guard let ssl, let raw = SSL_get_ex_data(ssl, 0) else { return aasa_tlsext_noack() }
-    let store = Unmanaged<CertificateStore>.fromOpaque(raw).takeUnretainedValue()
+    guard let ssl, let store = HandshakeData.certificates(ssl), let settings = HandshakeData.settings(ssl) else {
+        return aasa_tlsext_noack()
+    }
     guard let namePointer = SSL_get_servername(ssl, Int32(TLSEXT_NAMETYPE_host_name)) else { return aasa_tlsext_ok() }
     let serverName = String(cString: namePointer).lowercased()
-    // With --acme, a name no certificate covers moves to the front of the order queue.
-    if ACMEDemand.shared.isEnabled, store.covering(serverName) == nil { ACMEDemand.shared.note(serverName) }
-    if let cert = store.select(serverName: serverName), let context = cert.retainedContext() {
+    if let challenges = settings.challenges, store.covering(serverName) == nil { challenges.uncovered(serverName: serverName) }
+    if let cert = store.select(serverName: serverName), let context = cert.retainedContext(settings) {
         if context != SSL_get_SSL_CTX(ssl) { SSL_set_SSL_CTX(ssl, context) }
         SSL_CTX_free(context)
     }
@@ -326,19 +308,21 @@ extension TLSCertificate {
     }
 }
 
-/// The contexts made on first use, at most ``capacity`` at once (oldest made, first freed):
-/// memory for contexts follows the certificates in use, not those that exist.
-final class TLSContextCache: @unchecked Sendable {
-    static let shared = TLSContextCache()
-    static let capacity = 2048
+/// The contexts one server made on first use, at most ``capacity`` at once (oldest made, first
+/// freed): memory for contexts follows the certificates in use, not those that exist.
+final class TLSContextCache: Sendable {
+    static let defaultCapacity = 2048
+    let capacity: Int
 
     private let order = Locked<[TLSCertificate]>([])
+
+    init(capacity: Int = TLSContextCache.defaultCapacity) { self.capacity = capacity }
 
     func added(_ certificate: TLSCertificate) {
         let evicted = order.withLock { order -> [TLSCertificate] in
             order.append(certificate)
-            guard order.count > TLSContextCache.capacity else { return [] }
-            let n = order.count - TLSContextCache.capacity
+            guard order.count > capacity else { return [] }
+            let n = order.count - capacity
             let out = Array(order.prefix(n))
             order.removeFirst(n)
             return out

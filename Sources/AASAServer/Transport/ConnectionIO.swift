@@ -45,8 +45,9 @@ protocol ConnectionIO {
     /// Bytes already read from the socket and waiting inside TLS.
     var hasBufferedInput: Bool { get }
     /// Starts the server's end of TLS with `context`; the ServerName callback picks from
-    /// `certificates`. False when TLS could not be set up.
-    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore) -> Bool
+    /// `certificates`, the contexts it moves to are made with `settings`. False when TLS could
+    /// not be set up.
+    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool
     /// One step of the handshake.
     mutating func handshake() -> ServerHandshake
     /// Drops TLS: after plain HTTP came to the TLS port, or when the connection ends.
@@ -66,8 +67,9 @@ protocol ConnectionIO {
 struct SocketIO: ConnectionIO {
     let fd: Int32
     private var stream: ByteStream
-    /// Keeps the certificate store alive while the ServerName callback may read it.
+    /// Keep what the handshake's callbacks read (``HandshakeData``) alive until it is over.
     private var handshakeStore: CertificateStore?
+    private var handshakeSettings: TLSServerSettings?
 
     init(fd: Int32) {
         self.fd = fd
@@ -102,12 +104,11 @@ struct SocketIO: ConnectionIO {
 
     var hasBufferedInput: Bool { stream.hasBufferedInput }
 
-    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore) -> Bool {
+    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         guard let tls = try? TLSStream(serverContext: context, fd: fd) else { return false }
-        // The ServerName callback reads the store from ex-data slot 0; the reference held
-        // here keeps it alive until the handshake is over.
-        _ = SSL_set_ex_data(tls.ssl, 0, Unmanaged.passUnretained(certificates).toOpaque())
+        HandshakeData.set(tls.ssl, certificates: certificates, settings: settings)
         handshakeStore = certificates
+        handshakeSettings = settings
         stream = .tls(tls)
         return true
     }
@@ -117,8 +118,9 @@ struct SocketIO: ConnectionIO {
         switch tls.handshake() {
         case .done:
             let certificate = handshakeStore?.select(serverName: tls.serverName)
-            _ = SSL_set_ex_data(tls.ssl, 0, nil)
+            HandshakeData.clear(tls.ssl)
             handshakeStore = nil
+            handshakeSettings = nil
             return .established(alpn: tls.negotiatedProtocol, certificate: certificate)
         case .wantRead: return .wantRead
         case .wantWrite: return .wantWrite
@@ -129,6 +131,7 @@ struct SocketIO: ConnectionIO {
     mutating func dropTLS() {
         stream = .plain(fd)
         handshakeStore = nil
+        handshakeSettings = nil
     }
 
     mutating func sendCloseNotify() {
