@@ -186,37 +186,53 @@ $(FUZZ_DIR)/response-fuzz: Fuzz/FuzzResponse.swift $(wildcard Sources/AASAHTTP/*
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ResponseFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzResponse.swift -o $@
 
-# The HTTP/2 session and the ACME client's readers are compiled with the whole server module
-# (its sources and the fuzz entry point as one module, like the fuzzers above), over AASACore and
-# AASAHTTP built once as instrumented static libraries, the CLinux shim, and the system OpenSSL
-# and libnghttp2.
-H2_FUZZ_TMP     := $(FUZZ_DIR)/h2
-SERVER_SOURCES  := $(shell find Sources/AASAServer -name '*.swift')
-CORE_SOURCES    := $(shell find Sources/AASACore -name '*.swift')
-FUZZ_SWIFTFLAGS := -O -sanitize=fuzzer,address -parse-as-library
-FUZZ_SERVER_LIBS := $(H2_FUZZ_TMP)/libAASACore.a $(H2_FUZZ_TMP)/libAASAHTTP.a $(H2_FUZZ_TMP)/clinux.o
-$(FUZZ_SERVER_LIBS) &: $(CORE_SOURCES) $(wildcard Sources/AASAHTTP/*.swift) Sources/CLinux/shim.c Sources/CLinux/include/CLinux.h
-	mkdir -p $(H2_FUZZ_TMP)
-	printf 'module CLinux [system] {\n  header "%s"\n  link "pthread"\n  export *\n}\n' "$(CURDIR)/Sources/CLinux/include/CLinux.h" \
-	  > $(H2_FUZZ_TMP)/CLinux.modulemap
-	clang -c -O1 -fsanitize=fuzzer-no-link,address -ISources/CLinux/include Sources/CLinux/shim.c -o $(H2_FUZZ_TMP)/clinux.o
-	cd $(H2_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name AASACore -emit-module -emit-library -static \
-	  $(addprefix $(CURDIR)/,$(CORE_SOURCES)) -o libAASACore.a
-	cd $(H2_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name AASAHTTP -emit-module -emit-library -static \
-	  $(addprefix $(CURDIR)/,$(wildcard Sources/AASAHTTP/*.swift)) -o libAASAHTTP.a
+# The HTTP/2 session and the ACME client's readers are each compiled with the one target they
+# test (AASASessions, AASAClient: its sources and the fuzz entry point as one module, like the
+# fuzzers above), over the targets below it built once as instrumented static libraries
+# (AASACore, AASAHTTP; AASATransport and the CLinux shim for the client), and the system
+# libnghttp2 or OpenSSL. No fuzzer compiles the server.
+LAYER_FUZZ_TMP   := $(FUZZ_DIR)/layers
+CORE_SOURCES      := $(shell find Sources/AASACore -name '*.swift')
+HTTP_SOURCES      := $(wildcard Sources/AASAHTTP/*.swift)
+TRANSPORT_SOURCES := $(shell find Sources/AASATransport -name '*.swift')
+SESSIONS_SOURCES  := $(shell find Sources/AASASessions -name '*.swift')
+CLIENT_SOURCES    := $(shell find Sources/AASAClient -name '*.swift')
+FUZZ_SWIFTFLAGS   := -O -sanitize=fuzzer,address -parse-as-library -package-name aasa
+FUZZ_MODULE_MAPS  := -Xcc -fmodule-map-file=$(LAYER_FUZZ_TMP)/CLinux.modulemap \
+                     -Xcc -fmodule-map-file=Sources/COpenSSL/module.modulemap -Xcc -fmodule-map-file=Sources/CNghttp2/module.modulemap
+FUZZ_BASE_LIBS    := $(LAYER_FUZZ_TMP)/libAASACore.a $(LAYER_FUZZ_TMP)/libAASAHTTP.a
+FUZZ_CLIENT_LIBS  := $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/libAASATransport.a $(LAYER_FUZZ_TMP)/clinux.o
 
-define server_fuzz
-	swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -I $(H2_FUZZ_TMP) \
-	  -Xcc -fmodule-map-file=$(H2_FUZZ_TMP)/CLinux.modulemap \
-	  -Xcc -fmodule-map-file=Sources/COpenSSL/module.modulemap -Xcc -fmodule-map-file=Sources/CNghttp2/module.modulemap \
-	  $(SERVER_SOURCES) $(2) $(FUZZ_SERVER_LIBS) -lssl -lcrypto -lnghttp2 -o $(3)
+# A target's sources as an instrumented static library and module: $(1) its name, $(2) its sources.
+define fuzz_library
+	cd $(LAYER_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -emit-module -emit-library -static -I . \
+	  $(FUZZ_MODULE_MAPS) $(addprefix $(CURDIR)/,$(2)) -o lib$(1).a
 endef
 
-$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SERVER_SOURCES) $(FUZZ_SERVER_LIBS) Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
-	$(call server_fuzz,H2Fuzz,Fuzz/FuzzHTTP2.swift,$@)
+$(FUZZ_BASE_LIBS) &: $(CORE_SOURCES) $(HTTP_SOURCES)
+	mkdir -p $(LAYER_FUZZ_TMP)
+	$(call fuzz_library,AASACore,$(CORE_SOURCES))
+	$(call fuzz_library,AASAHTTP,$(HTTP_SOURCES))
 
-$(FUZZ_DIR)/acme-fuzz: Fuzz/FuzzACME.swift $(SERVER_SOURCES) $(FUZZ_SERVER_LIBS) Sources/COpenSSL/shim.h Sources/CNghttp2/shim.h
-	$(call server_fuzz,ACMEFuzz,Fuzz/FuzzACME.swift,$@)
+$(LAYER_FUZZ_TMP)/clinux.o: Sources/CLinux/shim.c Sources/CLinux/include/CLinux.h
+	mkdir -p $(LAYER_FUZZ_TMP)
+	printf 'module CLinux [system] {\n  header "%s"\n  link "pthread"\n  export *\n}\n' "$(CURDIR)/Sources/CLinux/include/CLinux.h" \
+	  > $(LAYER_FUZZ_TMP)/CLinux.modulemap
+	clang -c -O1 -fsanitize=fuzzer-no-link,address -ISources/CLinux/include Sources/CLinux/shim.c -o $@
+
+$(LAYER_FUZZ_TMP)/libAASATransport.a: $(TRANSPORT_SOURCES) $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/clinux.o Sources/COpenSSL/shim.h
+	$(call fuzz_library,AASATransport,$(TRANSPORT_SOURCES))
+
+# A fuzzer: $(1) module name, $(2) the tested target's sources and the entry point, $(3) libraries, $(4) output.
+define layer_fuzz
+	swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -I $(LAYER_FUZZ_TMP) $(FUZZ_MODULE_MAPS) $(2) $(3) -o $(4)
+endef
+
+$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SESSIONS_SOURCES) $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/clinux.o Sources/CNghttp2/shim.h
+	$(call layer_fuzz,H2Fuzz,$(SESSIONS_SOURCES) Fuzz/FuzzHTTP2.swift,$(FUZZ_BASE_LIBS) -lnghttp2,$@)
+
+$(FUZZ_DIR)/acme-fuzz: Fuzz/FuzzACME.swift $(CLIENT_SOURCES) $(FUZZ_CLIENT_LIBS) Sources/COpenSSL/shim.h
+	$(call layer_fuzz,ACMEFuzz,$(CLIENT_SOURCES) Fuzz/FuzzACME.swift,$(FUZZ_CLIENT_LIBS) -lssl -lcrypto,$@)
 
 # The Dockerfile (hadolint) and the Kubernetes manifests: the built-in kinds against the API
 # schemas (kubernetes-validate), cert-manager's kinds against its CRDs kept in

@@ -1,6 +1,10 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// Each connection is touched by one loop thread only; Swift's dynamic exclusivity checks on its
+// class properties cost about 6% of a request (callgrind). The static checks still apply.
+let serverSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "aasa",
     platforms: [.macOS(.v15)],
@@ -30,19 +34,51 @@ let package = Package(
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]
         ),
-        // The server: event loops, TLS, sites and reload, admin.
+        // The layers of the server and the client (docs/architecture.md). Each target sees only
+        // the targets below it, so the arrows between layers are the compiler's to enforce.
+        // Transport: system calls, sockets, the TLS streams and certificates, the log streams.
+        .target(
+            name: "AASATransport",
+            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL"],
+            swiftSettings: serverSettings
+        ),
+        // Sessions: HTTP/1.1 and HTTP/2 over bytes, a request in and a prepared response out; no
+        // sockets, and no clock but the one the loop hands them.
+        .target(
+            name: "AASASessions",
+            dependencies: ["AASACore", "AASAHTTP", "CNghttp2"],
+            swiftSettings: serverSettings
+        ),
+        // Client: the HTTPS client, `check`, the ACME protocol client, provisioning profiles.
+        .target(
+            name: "AASAClient",
+            dependencies: ["AASACore", "AASAHTTP", "AASATransport", "CLinux", "COpenSSL"]
+        ),
+        // The server: event loops and connections, sites and reload, handlers, admin, development
+        // mode, the CDN watch, ACME scheduling.
         .target(
             name: "AASAServer",
-            dependencies: ["AASACore", "AASAHTTP", "CLinux", "COpenSSL", "CNghttp2"],
-            // Each connection is touched by one loop thread only; Swift's dynamic exclusivity
-            // checks on its class properties cost about 6% of a request (callgrind). The static
-            // checks still apply.
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            dependencies: ["AASACore", "AASAHTTP", "AASATransport", "AASASessions", "AASAClient", "CLinux", "COpenSSL", "CNghttp2"],
+            swiftSettings: serverSettings
+        ),
+        // The commands that do not serve (validate, match, check, entitlements): they build
+        // without the server.
+        .target(
+            name: "AASACommands",
+            dependencies: [
+                "AASACore",
+                "AASAClient",
+                "AASATransport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "aasa",
             dependencies: [
                 "AASACore",
+                "AASACommands",
+                "AASAClient",
+                "AASATransport",
                 "AASAServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -53,7 +89,8 @@ let package = Package(
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
         // The server's layers on their own: sessions fed byte scripts with a fake clock, the TLS
         // stream over a socket pair, event loops in process with millisecond timeouts.
-        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASAHTTP", "AASACore", "CNghttp2", "COpenSSL", "ChildProcess"]),
+        .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASATransport", "AASASessions", "AASAClient", "AASAHTTP", "AASACore",
+                                                           "CNghttp2", "COpenSSL", "ChildProcess"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa", "ChildProcess"]),
     ],

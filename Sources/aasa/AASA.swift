@@ -1,5 +1,7 @@
 import AASAServer
 import ArgumentParser
+import AASATransport
+import AASACommands
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,7 +13,7 @@ struct AASA: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "aasa",
         abstract: "Host, validate and test apple-app-site-association files.",
-        version: "0.1.0",
+        version: aasaVersion,
         subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, EntitlementsCommand.self, HealthCommand.self, DevCertsCommand.self]
     )
 
@@ -58,13 +60,4 @@ func openMissingStandardDescriptors() {
             close(null)
         }
     }
-}
-
-/// stdout and stderr for the commands, through the server's serialized console writer.
-struct FileHandleOutput {
-    let fd: Int32
-    static let standardOutput = FileHandleOutput(fd: 1)
-    static let standardError = FileHandleOutput(fd: 2)
-
-    func write(_ text: String) { ConsoleOutput.write(text, to: fd) }
 }

@@ -1,6 +1,7 @@
 import AASACore
 import AASAServer
 import ArgumentParser
+import AASACommands
 
 struct DevCertsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,7 @@
 import AASAServer
+import AASACommands
 import ArgumentParser
+import AASATransport
 
 struct HealthCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

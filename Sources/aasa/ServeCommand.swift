@@ -1,5 +1,8 @@
 import AASAServer
+import AASACommands
 import ArgumentParser
+import AASATransport
+import AASAClient
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import COpenSSL
 import Glibc
 import Testing
 @testable import AASAServer
+@testable import AASATransport
 
 /// The server's ALPN choice (the select callback every certificate's context uses), asked as
 /// OpenSSL asks it during a handshake.

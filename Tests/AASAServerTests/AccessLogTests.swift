@@ -2,6 +2,7 @@ import AASACore
 import AASAHTTP
 import Testing
 @testable import AASAServer
+@testable import AASATransport
 
 /// The access log's lines, byte for byte: exact lines for the usual cases, and the byte writer
 /// against the String-built lines it replaced (kept below as the reference) over many fields

@@ -2,6 +2,8 @@ import AASAHTTP
 import Foundation
 import Testing
 @testable import AASAServer
+@testable import AASATransport
+@testable import AASASessions
 
 /// A byte stream in memory for ``Connection``: what the client sent waits in `incoming`; what
 /// the connection wrote lands in `written`; the TLS handshake answers from a script.

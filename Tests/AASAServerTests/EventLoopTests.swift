@@ -5,6 +5,8 @@ import Testing
 import Glibc
 #endif
 @testable import AASAServer
+@testable import AASATransport
+@testable import AASASessions
 
 /// The loop in process, with timeouts in milliseconds: what the black-box tests wait seconds
 /// for takes a fraction of one here.

@@ -1,5 +1,6 @@
 import Testing
 @testable import AASAServer
+@testable import AASASessions
 
 /// ``FrameScanner`` and ``StreamHistory``: what the HTTP/2 session sees of frames nghttp2 passes
 /// over without a callback.

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AASAServer
+@testable import AASASessions
 
 /// `HTTP2Session` over real TCP, answered by a small poll(2) loop standing in for the event
 /// loop, and spoken to by nghttp2's own command-line clients (`nghttp`, `h2load`, package

@@ -1,6 +1,7 @@
 import AASAHTTP
 import Testing
 @testable import AASAServer
+@testable import AASASessions
 
 private let enhanceYourCalm: UInt32 = 0xB
 private let cancel: UInt32 = 0x8

@@ -1,5 +1,6 @@
 import Testing
 @testable import AASAServer
+@testable import AASASessions
 
 @Suite struct ProtocolSelectorTests {
     @Test func thePrefaceIsHTTP2OnceWholeAndNeedsMoreUntilThen() {

@@ -2,6 +2,7 @@ import COpenSSL
 import Glibc
 import Testing
 @testable import AASAServer
+@testable import AASATransport
 
 /// ACME's side of the handshake as the TLS layer sees it: what it was handed.
 private final class RecordingChallenges: TLSChallenges, @unchecked Sendable {

@@ -4,6 +4,7 @@ import Testing
 import Glibc
 #endif
 @testable import AASAServer
+@testable import AASATransport
 
 /// Both ends of a TLS connection are ours: the server's stream with a certificate's context,
 /// the client's with a CA, over a non-blocking socket pair.

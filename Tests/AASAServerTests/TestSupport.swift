@@ -7,6 +7,8 @@ import Testing
 import Glibc
 #endif
 @testable import AASAServer
+@testable import AASATransport
+@testable import AASASessions
 
 /// A CA and a leaf for example.com / www.example.com, made once per run with the openssl tool.
 enum TestPKI {

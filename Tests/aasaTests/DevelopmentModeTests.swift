@@ -1,5 +1,6 @@
 import AASACore
 @testable import AASAServer
+@testable import AASATransport
 import Testing
 
 /// The pure parts of development mode, without a server.

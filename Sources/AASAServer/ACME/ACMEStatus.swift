@@ -1,6 +1,8 @@
 import AASACore
 import AASAHTTP
 import Synchronization
+import AASATransport
+import AASAClient
 
 /// What the ACME thread is doing per host, for `/status`. Written by the ACME thread, read by
 /// the admin endpoint.

@@ -1,6 +1,8 @@
 import AASACore
 import AASAHTTP
 import COpenSSL
+import AASATransport
+import AASAClient
 #if canImport(Glibc)
 import Glibc
 #endif

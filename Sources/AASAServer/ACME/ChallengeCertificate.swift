@@ -1,4 +1,6 @@
 import COpenSSL
+import AASATransport
+import AASAClient
 #if canImport(Glibc)
 import Glibc
 #endif

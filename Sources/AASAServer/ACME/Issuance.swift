@@ -1,14 +1,8 @@
+import AASATransport
+import AASAClient
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// The challenge types aasa answers itself.
-public enum ChallengeType: String, Sendable, CaseIterable {
-    /// RFC 8737: answered on the HTTPS listeners, in the TLS handshake.
-    case tlsALPN01 = "tls-alpn-01"
-    /// RFC 8555 §8.3: answered on the `--http` listeners.
-    case http01 = "http-01"
-}
 
 /// One certificate for one host, from newOrder to the PEM chain (RFC 8555 §7.4): answer each
 /// pending authorization's challenge, wait for it, finalize with a CSR for a new key, wait for

@@ -1,9 +1,11 @@
+import AASAClient
+
 /// How many new orders may start (docs/acme.md): a bucket of `capacity`
 /// orders that starts full and refills at `capacity` per `period`, as Let's Encrypt limits new
 /// orders per account (300 per 3 hours). A few sites are ordered at once; 100 000 are paced.
 /// Pure: the caller hands in the time (monotonic milliseconds).
 struct OrderBucket: Equatable {
-    static let defaultCapacity = 300
+    static let defaultCapacity = ACMEConfiguration.defaultOrderRate
     static let defaultPeriod: Int64 = 3 * 3_600_000
 
     let capacity: Int

@@ -1,5 +1,6 @@
 import COpenSSL
 import Synchronization
+import AASATransport
 
 /// The challenges the ACME thread is answering right now, read by the loops: HTTP-01 key
 /// authorizations by token, and TLS-ALPN-01 challenge certificates by host; and the names

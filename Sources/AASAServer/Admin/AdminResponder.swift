@@ -1,5 +1,7 @@
 import AASACore
 import AASAHTTP
+import AASATransport
+import AASASessions
 
 /// The admin listener (docs/serving.md, "Admin listener"): health, readiness, Prometheus metrics and a JSON status.
 enum AdminResponder {

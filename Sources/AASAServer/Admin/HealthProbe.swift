@@ -1,3 +1,4 @@
+import AASATransport
 #if canImport(Glibc)
 import Glibc
 #endif

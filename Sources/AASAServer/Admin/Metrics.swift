@@ -1,5 +1,7 @@
 import AASACore
 import Synchronization
+import AASATransport
+import AASASessions
 
 /// Process-wide counters for `/metrics` (docs/serving.md, "Admin listener"). Request counts live per loop (see
 /// ``LoopCounters``) so the hot path never contends for a lock with another thread.
@@ -55,38 +57,6 @@ final class SiteLabels: Sendable {
             guard admitted.count < capacity else { return SiteLabels.other }
             admitted.insert(site)
             return site
-        }
-    }
-}
-
-/// The file a request asked for, as `/metrics` names it: one of the association files, or
-/// `other` for any other path (a fixed label set, whatever paths clients send). A small integer,
-/// so counting a request indexes an array instead of building a label.
-enum RequestedFile: Int, CaseIterable, Sendable {
-    case aasa
-    case assetLinks
-    case merchantID
-    case webAuthn
-    case other
-
-    init(_ kind: AssociationFileKind?) {
-        switch kind {
-        case .aasa: self = .aasa
-        case .assetLinks: self = .assetLinks
-        case .merchantID: self = .merchantID
-        case .webAuthn: self = .webAuthn
-        case nil: self = .other
-        }
-    }
-
-    /// The `file` label: the association file's name (`apple-app-site-association`, …) or `other`.
-    var label: String {
-        switch self {
-        case .aasa: return AssociationFileKind.aasa.fileName
-        case .assetLinks: return AssociationFileKind.assetLinks.fileName
-        case .merchantID: return AssociationFileKind.merchantID.fileName
-        case .webAuthn: return AssociationFileKind.webAuthn.fileName
-        case .other: return "other"
         }
     }
 }

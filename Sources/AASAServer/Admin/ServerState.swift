@@ -1,4 +1,5 @@
 import Synchronization
+import AASATransport
 
 /// What the loops, the control thread and the admin endpoints share.
 final class ServerState: Sendable {

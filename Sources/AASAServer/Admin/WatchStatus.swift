@@ -1,5 +1,6 @@
 import AASACore
 import Synchronization
+import AASATransport
 
 /// How the config and certs directories are watched, for `/status`'s summary (docs/serving.md,
 /// "Validation and hot reload"): `inotify`, or `poll` when either directory is polled, with the interval and how

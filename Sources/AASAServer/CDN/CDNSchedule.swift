@@ -1,4 +1,5 @@
 import AASACore
+import AASATransport
 
 /// When each watched site is checked at Apple's CDN, and what each answer changes: a pure state
 /// machine (no threads, no sockets, no clock of its own), driven by ``CDNWatch`` and by the

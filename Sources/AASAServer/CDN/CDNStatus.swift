@@ -1,5 +1,6 @@
 import AASACore
 import AASAHTTP
+import AASAClient
 
 /// What the CDN watch knows of one site's copy at Apple's CDN (docs/apple-view.md), as
 /// `/status` shows it. Times are wall-clock milliseconds.

@@ -1,5 +1,7 @@
 import AASACore
 import AASAHTTP
+import AASATransport
+import AASAClient
 #if canImport(Glibc)
 import Glibc
 #endif

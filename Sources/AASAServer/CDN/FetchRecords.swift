@@ -1,5 +1,6 @@
 import AASACore
 import AASAHTTP
+import AASATransport
 
 /// The last fetch of each site's AASA file by Apple's CDN (`User-Agent` starting `AASA-Bot`)
 /// and the last by a device (`swcd` or `CFNetwork`), whatever the listener, protocol or status.

@@ -1,5 +1,8 @@
 import AASACore
 import AASAHTTP
+import AASATransport
+import AASASessions
+import AASAClient
 
 /// The development dashboard (docs/development-mode.md): on the HTTP listener in `--dev`, for any host that is
 /// not a configured site. A self-contained page (no external scripts, fonts or CDNs) over a

@@ -1,5 +1,6 @@
 import AASACore
 import COpenSSL
+import AASATransport
 #if canImport(Glibc)
 import Glibc
 #endif

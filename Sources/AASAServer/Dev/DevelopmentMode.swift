@@ -1,4 +1,5 @@
 import AASACore
+import AASATransport
 #if canImport(Glibc)
 import Glibc
 #endif

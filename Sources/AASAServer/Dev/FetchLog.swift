@@ -1,4 +1,5 @@
 import Synchronization
+import AASATransport
 
 /// The most recent AASA fetches, for the development dashboard (docs/development-mode.md). Only
 /// recorded in `--dev`, so the production hot path never takes this lock.

@@ -1,3 +1,5 @@
+import AASAClient
+
 /// An iOS configuration profile that installs the development CA (a `com.apple.security.root`
 /// payload). After installing it the user still turns on full trust in Settings > General >
 /// About > Certificate Trust Settings.

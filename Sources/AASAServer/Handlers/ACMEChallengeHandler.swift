@@ -1,4 +1,5 @@
 import AASAHTTP
+import AASASessions
 
 /// HTTP-01 (RFC 8555 §8.3) on the `--http` listeners, with `--acme`: the key authorization of
 /// a pending challenge at `/.well-known/acme-challenge/TOKEN`, for any host (the CA asks with

@@ -1,5 +1,7 @@
 import AASACore
 import AASAHTTP
+import AASATransport
+import AASASessions
 
 /// The association files of the configured sites (docs/serving.md, "Responses"): picks the site by
 /// host, checks the connection's certificate covers it, and answers with the site's prepared

@@ -1,3 +1,5 @@
+import AASATransport
+
 /// What a handler may know of the connection a request came on, whatever its protocol.
 struct ConnectionFacts {
     /// Which listener accepted it.

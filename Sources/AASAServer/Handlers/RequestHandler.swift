@@ -1,4 +1,6 @@
 import AASAHTTP
+import AASATransport
+import AASASessions
 
 /// One kind of answer — association files, the admin endpoints, the development dashboard,
 /// ACME's HTTP-01 challenges — the same for HTTP/1.1 and HTTP/2: a request and the facts of its

@@ -1,20 +1,10 @@
 import AASAHTTP
 import COpenSSL
+import AASATransport
+import AASASessions
 #if canImport(Glibc)
 import Glibc
 #endif
-
-public enum ListenerKind: UInt8, Sendable {
-    case https, http, admin
-
-    var name: String {
-        switch self {
-        case .https: return "https"
-        case .http: return "http"
-        case .admin: return "admin"
-        }
-    }
-}
 
 /// A connection of the server: over its socket.
 typealias ServerConnection = Connection<SocketIO>

@@ -1,5 +1,6 @@
 import AASACore
 import CLinux
+import AASATransport
 #if canImport(Glibc)
 import Glibc
 #endif

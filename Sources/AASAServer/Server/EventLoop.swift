@@ -1,4 +1,6 @@
 import CLinux
+import AASATransport
+import AASASessions
 #if canImport(Glibc)
 import Glibc
 #endif

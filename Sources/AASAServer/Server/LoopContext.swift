@@ -1,11 +1,13 @@
 import AASACore
 import AASAHTTP
+import AASATransport
+import AASASessions
 
 /// What the connections of one loop share: the clock, the current snapshot, the settings of
 /// each layer, the access log and the request counters. Touched by its loop's thread only.
 final class LoopContext {
     let state: ServerState
-    let clock = LoopClock(now: monotonicMilliseconds(), wallSecond: wallClockSeconds())
+    let clock = LoopClock(now: monotonicMilliseconds(), wallSecond: wallClockSeconds(), microseconds: monotonicMicroseconds)
     let transport: TransportConfiguration
     let http1: HTTP1Configuration
     /// nil when HTTP/2 is off (`--http2 off`).

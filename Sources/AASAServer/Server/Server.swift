@@ -1,5 +1,8 @@
 import AASACore
 import CLinux
+import AASATransport
+import AASASessions
+import AASAClient
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,5 @@
+import AASATransport
+
 /// The loop's deadlines, earliest first: a min-heap of (time, connection). A connection keeps
 /// at most one live entry, the time the loop keeps in its slot (`scheduledAt`); when its
 /// deadline moves later the entry stays and is re-filed when it comes due, and when it moves

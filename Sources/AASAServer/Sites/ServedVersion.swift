@@ -1,5 +1,6 @@
 import AASACore
 import AASAHTTP
+import AASASessions
 
 /// One good version of a site's file and its responses, prepared once when it is loaded:
 /// the hot path copies these bytes and the current date, nothing else (STYLE: prepared bytes).

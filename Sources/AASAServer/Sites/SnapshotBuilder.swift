@@ -2,6 +2,7 @@ import AASACore
 import AASAHTTP
 import Dispatch
 import Synchronization
+import AASATransport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,19 +35,6 @@ struct ReloadScope: Sendable, Equatable {
         checkedSites.formUnion(other.checkedSites)
         certificates.formUnion(other.certificates)
     }
-}
-
-/// Counts the steps a build takes, for the tests that check a build's work grows with what
-/// exists and what changed, never with sites × certificates.
-final class BuildWork: Sendable {
-    private let counter = Atomic<Int>(0)
-    private let readCounter = Atomic<Int>(0)
-    /// A step: a site folder or certificate looked at, a name looked up in an index.
-    func add(_ n: Int = 1) { counter.add(n, ordering: .relaxed) }
-    func addRead() { readCounter.add(1, ordering: .relaxed) }
-    var count: Int { counter.load(ordering: .relaxed) }
-    /// Site files read, and certificates loaded.
-    var reads: Int { readCounter.load(ordering: .relaxed) }
 }
 
 /// Builds a new snapshot from the config and certs directories, reusing what did not change.

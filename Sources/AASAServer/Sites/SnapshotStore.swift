@@ -1,4 +1,5 @@
 import Synchronization
+import AASATransport
 
 /// Where the current snapshot is published. A reload swaps it under a lock and bumps the
 /// generation; each loop compares the generation (one atomic load per request) and takes the

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AASAServer
+@testable import AASAClient
 
 @Suite struct ACMEChallengeCertificateTests {
     @Test func theChallengeCertificateNamesTheHostAndCarriesTheCriticalACMEIdentifier() throws {

@@ -2,6 +2,7 @@ import AASACore
 import Foundation
 import Testing
 @testable import AASAServer
+@testable import AASAClient
 
 @Suite struct ACMEJWSTests {
     @Test func base64URLHasNoPaddingAndTheURLAlphabet() {

@@ -2,6 +2,8 @@ import AASACore
 import AASAHTTP
 import Testing
 @testable import AASAServer
+@testable import AASATransport
+@testable import AASAClient
 
 private let oldFile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/old/*"}]}]}}"#
 private let newFile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/new/*"}]}]}}"#

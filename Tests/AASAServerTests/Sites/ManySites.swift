@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 @testable import AASAServer
+@testable import AASATransport
 
 /// A config and a certs directory with many sites, each with a certificate of its own
 /// (`siteN.example.net`, self-signed, one shared P-256 key: signing is what costs).

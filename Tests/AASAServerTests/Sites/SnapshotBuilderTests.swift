@@ -5,6 +5,7 @@ import Testing
 import Glibc
 #endif
 @testable import AASAServer
+@testable import AASATransport
 
 @Suite struct SnapshotBuilderTests {
     /// Sites × certificates would quadruple the work when both double; indexes double it.

@@ -1,0 +1,383 @@
+import AASACore
+import AASAHTTP
+import Synchronization
+import AASATransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `aasa check`: a live host as Apple's CDN sees it, then what the CDN holds (docs/check.md).
+public struct SiteCheck: Sendable {
+    public struct Options: Sendable {
+        /// `--app`, repeatable.
+        public var apps: [String] = []
+        /// `--connect`: where to connect instead of resolving the host.
+        public var connectTo: [SocketAddress]?
+        public var caFile: String?
+        /// nil with `--no-cdn`.
+        public var cdnBase: HTTPURL? = try? HTTPURL("https://app-site-association.cdn-apple.com")
+        public var timeoutSeconds: Double = 10
+
+        public init() {}
+    }
+
+    public static let wellKnownPath = AssociationFileKind.aasa.urlPath
+    public static let legacyPath = AssociationFileKind.legacyAASAPath
+    /// What Apple's CDN sends (docs/aasa-reference.md §3.7): a server that treats it differently fails here.
+    public static let userAgent = "AASA-Bot/1.0.0"
+    /// `tls` warns when the certificate expires sooner.
+    public static let expiryWarningDays = 14
+
+    public let options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// Hosts checked at once: each holds a socket and a thread.
+    public static let concurrentHosts = 16
+
+    /// Checks every host on a pool of ``concurrentHosts`` threads: a host starts as soon as
+    /// any thread is free, so one slow host holds up only its own thread. The reports come
+    /// back in the hosts' order.
+    public func run(_ hosts: [String]) -> [HostReport] {
+        let slots = UnsafeMutableBufferPointer<HostReport?>.allocate(capacity: hosts.count)
+        slots.initialize(repeating: nil)
+        defer { slots.deinitialize(); slots.deallocate() }
+        let shared = SlotWriter(slots)
+        let queue = HostQueue(count: hosts.count)
+        let threads = (0..<min(SiteCheck.concurrentHosts, hosts.count)).map { _ in
+            startThread { [self] in
+                while let i = queue.next() { shared.write(i, check(hosts[i])) }
+            }
+        }
+        for t in threads { pthread_join(t, nil) }
+        return slots.map { $0! }
+    }
+
+    /// The eight checks for one host.
+    public func check(_ host: String) -> HostReport {
+        var report = checkOrigin(host)
+        checkCDN(&report)
+        return report
+    }
+
+    /// `resolve` to `app`: the origin as the CDN fetches it. When the certificate does not
+    /// verify, Apple's CDN gets nothing from the host: the checks after `tls` are then `skip`,
+    /// each saying what the fetch without verification found.
+    private func checkOrigin(_ host: String) -> HostReport {
+        var report = fetchOrigin(host)
+        if report.certificateFailure != nil {
+            report.skipOriginUnverified()
+            report.diagnostics = []
+            report.unlistedDiagnostics = 0
+        }
+        return report
+    }
+
+    private func fetchOrigin(_ host: String) -> HostReport {
+        var report = HostReport(host: host, url: "https://\(host)\(SiteCheck.wellKnownPath)")
+        // One budget for the origin: the legacy location, when it is tried, gets what is left.
+        let deadline = monotonicMilliseconds() + Int64(options.timeoutSeconds * 1000)
+
+        // 1. resolve
+        let addresses: [SocketAddress]
+        if let connectTo = options.connectTo {
+            addresses = connectTo
+            report.set("resolve", .pass, "not resolved: connecting to \(connectTo.map(\.description).joined(separator: ", ")) instead (--connect); SNI and Host stay \(host)")
+        } else {
+            do {
+                addresses = try Resolver.addresses(of: host, port: 443)
+                report.set("resolve", .pass, "\(host) resolves to \(addresses.map(\.host).joined(separator: ", "))")
+            } catch {
+                report.set("resolve", .fail, "\(host) does not resolve (\(error.reason)): add an A or AAAA record for it")
+                report.skipOrigin(after: "resolve")
+                return report
+            }
+        }
+
+        // 2. tls and 3. status, from one exchange
+        var configuration = HTTPSClient.Configuration(timeoutSeconds: options.timeoutSeconds, caFile: options.caFile,
+                                                      connectTo: addresses, allowUnverifiedCertificate: true,
+                                                      userAgent: SiteCheck.userAgent)
+        configuration.maxBodyBytes = 1024 * 1024
+        let client: HTTPSClient
+        do {
+            client = try HTTPSClient(configuration)
+        } catch {
+            report.set("tls", .fail, error.message)
+            report.skipOrigin(after: "tls")
+            return report
+        }
+        let wellKnown = HTTPURL(isSecure: true, host: host, target: SiteCheck.wellKnownPath)
+        var response: HTTPResponse
+        var tooLarge: HTTPResponseHead?
+        do {
+            response = try client.get(wellKnown, deadline: deadline)
+        } catch {
+            guard error.phase == .response else {
+                report.set("tls", .fail, SiteCheck.tlsFailure(error, viaConnect: options.connectTo != nil))
+                report.skipOrigin(after: "tls")
+                return report
+            }
+            if let tls = error.tls { setTLS(&report, tls, host: host) }
+            guard let head = error.head, error.parseError == .bodyTooLarge(limit: configuration.maxBodyBytes) else {
+                report.set("status", .fail, "no complete HTTP response to GET \(SiteCheck.wellKnownPath): \(error.message)")
+                report.skipOrigin(after: "status")
+                return report
+            }
+            // Over the read limit: the head is still worth reporting.
+            tooLarge = head
+            response = HTTPResponse(head: head, body: [], address: addresses[0], tls: error.tls)
+        }
+        if let tls = response.tls { setTLS(&report, tls, host: host) }
+
+        if response.status != 200, tooLarge == nil {
+            let problem = SiteCheck.statusProblem(response, host: host)
+            // The legacy location: devices before the CDN tried it second (docs/aasa-reference.md §3.1).
+            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), deadline: deadline)
+            if let legacy, legacy.status == 200 {
+                report.set("status", .warn, "\(problem); the file is only at the legacy \(SiteCheck.legacyPath) (200): move it to \(SiteCheck.wellKnownPath), the one location Apple's CDN and alternate modes use")
+                report.url = "https://\(host)\(SiteCheck.legacyPath)"
+                response = legacy
+            } else {
+                let legacyText = legacy.map { "\($0.head.statusText)" } ?? "no answer"
+                report.set("status", .fail, "\(problem) (\(SiteCheck.legacyPath) too: \(legacyText))")
+                report.skipOrigin(after: "status")
+                return report
+            }
+        } else {
+            report.set("status", .pass, "\(response.head.statusText) for GET \(SiteCheck.wellKnownPath) as \(SiteCheck.userAgent)")
+        }
+
+        // 4. content-type
+        setContentType(&report, response)
+
+        // 5. size
+        if tooLarge != nil {
+            report.set("size", .fail, "over \(configuration.maxBodyBytes) bytes (reading stopped there); iOS stops after \(AASAFile.maximumSize) bytes (128 KB): shrink the file")
+            report.skipOrigin(after: "size")
+            return report
+        }
+        let encoding = response["Content-Encoding"]?.lowercased()
+        if let encoding, encoding != "identity" {
+            report.set("size", .warn, "\(response.body.count) bytes as sent with Content-Encoding: \(encoding), which aasa does not decode (it sent no Accept-Encoding): serve the file unencoded to a client that does not ask")
+        } else if response.body.count <= AASAFile.maximumSize {
+            report.set("size", .pass, "\(response.body.count) bytes (limit \(AASAFile.maximumSize))")
+        } else {
+            report.set("size", .fail, "\(response.body.count) bytes: over the \(AASAFile.maximumSize)-byte limit (128 KB) after which iOS stops reading: shrink the file (fewer paths, broader components)")
+            // A device reads no further than the limit: the body is not validated.
+            report.skipOrigin(after: "size")
+            return report
+        }
+
+        // 6. validate
+        let file = AASAFile(bytes: response.body)
+        report.file = file
+        report.diagnostics = file.diagnostics
+        report.unlistedDiagnostics = file.unlistedCount
+        let first = file.diagnostics.first { $0.severity == .error } ?? file.diagnostics.first
+        let firstText = first.map { "; first: \($0.line):\($0.column): \($0.message) [\($0.code.rawValue)]" } ?? ""
+        if file.errorCount > 0 {
+            report.set("validate", .fail, "\(file.errorCount) errors, \(file.warningCount) warnings\(firstText)")
+        } else if file.warningCount > 0 {
+            report.set("validate", .warn, "valid, \(file.warningCount) warnings\(firstText)")
+        } else {
+            report.set("validate", .pass, "valid: \(SiteCheck.services(file.document))")
+        }
+
+        // 7. app
+        guard let document = file.document else {
+            report.skipOrigin(after: "validate")
+            return report
+        }
+        setApps(&report, document)
+        return report
+    }
+
+    // MARK: - The parts
+
+    private func setTLS(_ report: inout HostReport, _ tls: TLSSummary, host: String) {
+        if let failure = tls.verificationFailure {
+            report.certificateFailure = failure
+            report.set("tls", .fail, "\(tls.protocolVersion), but the certificate does not verify for \(host): \(failure)\(SiteCheck.advice(failure, host: host))")
+            return
+        }
+        guard let notAfter = tls.peerNotAfter else {
+            report.set("tls", .pass, "\(tls.protocolVersion), certificate verified for \(host)")
+            return
+        }
+        let until = String(HTTPDate.iso8601(milliseconds: Int64(notAfter) * 1000).prefix(10))
+        let days = (notAfter - wallClockSeconds()) / 86_400
+        if days < SiteCheck.expiryWarningDays {
+            report.set("tls", .warn, "\(tls.protocolVersion), certificate verified for \(host), but it expires in \(days) days (\(until)): renew it")
+        } else {
+            report.set("tls", .pass, "\(tls.protocolVersion), certificate verified for \(host), valid until \(until)")
+        }
+    }
+
+    static package func advice(_ failure: String, host: String) -> String {
+        if failure.contains("expired") { return ": renew it" }
+        if failure.contains("hostname mismatch") || failure.contains("IP address mismatch") {
+            return ": the certificate's subjectAltName must name \(host)"
+        }
+        if failure.contains("issuer") || failure.contains("self-signed") || failure.contains("self signed") {
+            return ": serve the whole chain (leaf and intermediates) from a CA in the system trust store; Apple's CDN trusts no other"
+        }
+        return ""
+    }
+
+    static func tlsFailure(_ error: HTTPClientError, viaConnect: Bool) -> String {
+        switch error.phase {
+        case .connect where viaConnect:
+            return error.message
+        case .connect where error.isTimeout:
+            return "\(error.message): is a firewall dropping connections to port 443?"
+        case .connect:
+            return "\(error.message): the server must accept HTTPS on port 443"
+        default:
+            return error.message
+        }
+    }
+
+    static func statusProblem(_ response: HTTPResponse, host: String) -> String {
+        let status = response.head.statusText
+        if (300...399).contains(response.status) {
+            let location = response["Location"].map { " to \($0)" } ?? " (no Location)"
+            return "the file is behind a \(status)\(location): serve it on \(host) itself; Apple's CDN follows no redirect"
+        }
+        if response.status == 401 || response.status == 403 {
+            return "\(status) for GET \(SiteCheck.wellKnownPath): the file must be public, with no authentication, bot protection or geo-blocking for \(SiteCheck.userAgent)"
+        }
+        return "\(status) for GET \(SiteCheck.wellKnownPath): serve the file at \(SiteCheck.wellKnownPath) on \(host)"
+    }
+
+    private func setContentType(_ report: inout HostReport, _ response: HTTPResponse) {
+        let type = response["Content-Type"]
+        let media = type.map { String($0.prefix { $0 != ";" }).trimmingCharacters().lowercased() }
+        var start = response.body[...]
+        while let b = start.first, [0x20, 0x09, 0x0A, 0x0D].contains(b) { start = start.dropFirst() }
+        let opening = String(decoding: start.prefix(15), as: UTF8.self).lowercased()
+        if media == "text/html" || opening.hasPrefix("<!doctype") || opening.hasPrefix("<html") {
+            report.set("content-type", .fail, "the body is an HTML page (Content-Type: \(type ?? "none")), not the file: often a single-page app's fallback; serve the JSON file at this path")
+        } else if media == "application/json" {
+            report.set("content-type", .pass, type ?? "")
+        } else if let type {
+            report.set("content-type", .warn, "Content-Type: \(type): send application/json (devices are lenient; some proxies and validators are not)")
+        } else {
+            report.set("content-type", .warn, "no Content-Type: send application/json")
+        }
+    }
+
+    private func setApps(_ report: inout HostReport, _ document: AASADocument) {
+        let listed = document.appLinksAppIDs
+        guard !options.apps.isEmpty else {
+            report.set("app", .skip, "not run: no --app given (applinks lists \(listed.isEmpty ? "no app" : listed.joined(separator: ", ")))")
+            return
+        }
+        var missing: [String] = []
+        var parts: [String] = []
+        for app in options.apps {
+            let others = [AppListService.webCredentials, .appClips, .activityContinuation]
+                .filter { document.appLists[$0]?.contains(app) == true }.map(\.rawValue)
+            let also = others.isEmpty ? "" : " (also \(others.joined(separator: ", ")))"
+            if listed.contains(app) {
+                parts.append("\(app) is listed for applinks\(also)")
+            } else {
+                missing.append(app)
+                parts.append("\(app) is not listed for applinks\(also)")
+            }
+        }
+        if missing.isEmpty {
+            report.set("app", .pass, parts.joined(separator: "; "))
+        } else {
+            let have = listed.isEmpty ? "it lists no app" : "it lists \(listed.joined(separator: ", "))"
+            report.set("app", .fail, parts.joined(separator: "; ") + " (\(have)): add \(missing.joined(separator: ", ")) to a details entry's appIDs")
+        }
+    }
+
+    static package func services(_ document: AASADocument?) -> String {
+        guard let document else { return "no services" }
+        var names: [String] = []
+        if document.appLinks != nil { let n = document.appLinksAppIDs.count
+            names.append("applinks (\(n) \(n == 1 ? "app" : "apps"))") }
+        for s in AppListService.allCases where document.appLists[s] != nil { names.append(s.rawValue) }
+        return names.isEmpty ? "no services" : names.joined(separator: ", ")
+    }
+
+    /// 8. cdn: the copy Apple's CDN holds, compared with the origin's as parsed values. The
+    /// CDN is fetched on its own client: `--connect` is for the origin only.
+    private func checkCDN(_ report: inout HostReport) {
+        guard let base = options.cdnBase else {
+            report.set("cdn", .skip, "not run: --no-cdn")
+            return
+        }
+        var prefix = base.target
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        let url = HTTPURL(isSecure: base.isSecure, host: base.host, port: base.port, target: prefix + "/a/v1/" + report.host)
+        let response: HTTPResponse
+        do {
+            let client = try HTTPSClient(.init(timeoutSeconds: options.timeoutSeconds, caFile: options.caFile))
+            response = try client.get(url)
+        } catch {
+            report.set("cdn", .fail, "cannot read the CDN's copy at \(url): \(error.message)")
+            return
+        }
+        report.cdn.status = response.status
+        report.cdn.failureReason = response["Apple-Failure-Reason"]
+        guard response.status == 200 else {
+            var text = "the CDN answers \(response.head.statusText) for \(url)"
+            if let reason = response["Apple-Failure-Reason"] { text += ": Apple-Failure-Reason: \(reason)" }
+            if let details = response["Apple-Failure-Details"] { text += ", Apple-Failure-Details: \(details)" }
+            if response.status == 404 {
+                text += "; the CDN has no valid copy: once the origin serves the file, the CDN fetches it again within about 24 hours"
+            }
+            report.set("cdn", .fail, text)
+            return
+        }
+        switch CDNCopy.compare(cdnBody: response.body, origin: report.file) {
+        case .cdnNotJSON:
+            report.set("cdn", .fail, "the CDN answers 200 for \(url) with a body that is not JSON")
+        case .originUnreadable:
+            report.set("cdn", .warn, "the CDN serves a copy, but the origin's file could not be read: when the CDN next refreshes (within about 24 hours), devices lose it")
+        case .same:
+            report.cdn.sameAsOrigin = true
+            report.set("cdn", .pass, "the CDN serves the same file as the origin")
+        case .differs(let differences):
+            report.cdn.sameAsOrigin = false
+            report.set("cdn", .warn, "the CDN still serves an older version: \(differences.joined(separator: "; ")); it refreshes within about 24 hours, and a device reads it when the app is installed (reinstall to test)")
+        }
+    }
+}
+
+/// Each host's thread writes its own slot; the slots are read after every thread is joined.
+private struct SlotWriter: @unchecked Sendable {
+    let slots: UnsafeMutableBufferPointer<HostReport?>
+    init(_ slots: UnsafeMutableBufferPointer<HostReport?>) { self.slots = slots }
+    func write(_ i: Int, _ report: HostReport) { slots[i] = report }
+}
+
+/// The index of the next host to check, handed to whichever pool thread asks first.
+private final class HostQueue: Sendable {
+    private let count: Int
+    private let taken = Mutex(0)
+
+    init(count: Int) { self.count = count }
+
+    func next() -> Int? {
+        taken.withLock { n in
+            guard n < count else { return nil }
+            n += 1
+            return n - 1
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters() -> String {
+        var s = Substring(self)
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,121 @@
+import AASATransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The certs directory (docs/serving.md, "Certificates"): which key pairs it holds, in any of
+/// its layouts, and loading one.
+extension CertificateStore {
+    /// A key pair found in the certs directory, before loading.
+    struct Candidate: Sendable {
+        var name: String
+        var certificate: String
+        var key: String
+    }
+
+    /// The key pairs of a certs directory in any layout: `NAME.crt`/`NAME.pem` beside
+    /// `NAME.key`, `NAME/fullchain.pem` with `NAME/privkey.pem` (certbot), or `NAME/tls.crt` with
+    /// `NAME/tls.key` (a Kubernetes TLS Secret mounted as a folder, as cert-manager fills it: the
+    /// kubelet makes each file a symlink into `..data`, itself a symlink it swaps on renewal, so
+    /// the files are followed; the `..data` and `..TIMESTAMP` entries begin with `.` and are skipped).
+    /// A key pair whose files are not regular files (a FIFO would block the reading thread) is
+    /// left out and named through `skipped`.
+    static func candidates(in directory: String, skipped: (String) -> Void = { _ in }) throws(SystemError) -> [Candidate] {
+        let entries = try DirectoryListing.entries(in: directory)
+        var types: [String: DirectoryListing.Entry] = [:]
+        for entry in entries { types[entry.name] = entry }
+        func isFile(_ name: String) -> Bool {
+            guard let entry = types[name] else { return false }
+            return entry.isFile ?? DirectoryListing.isFile(directory + "/" + name)
+        }
+        var out: [Candidate] = []
+        for entry in entries where !entry.name.hasPrefix(".") {
+            let name = entry.name
+            let path = directory + "/" + name
+            if DirectoryListing.isDirectory(entry, in: directory) {
+                let chain = path + "/fullchain.pem"
+                let key = path + "/privkey.pem"
+                if DirectoryListing.isFile(chain), DirectoryListing.isFile(key) {
+                    out.append(Candidate(name: name, certificate: chain, key: key))
+                } else if DirectoryListing.isFile(path + "/tls.crt"), DirectoryListing.isFile(path + "/tls.key") {
+                    out.append(Candidate(name: name, certificate: path + "/tls.crt", key: path + "/tls.key"))
+                }
+                continue
+            }
+            for ext in [".crt", ".pem"] where name.hasSuffix(ext) {
+                let base = String(name.dropLast(ext.count))
+                // NAME.crt wins over NAME.pem when both exist.
+                if ext == ".pem", types[base + ".crt"] != nil { continue }
+                if types[base + ".key"] != nil {
+                    let key = directory + "/" + base + ".key"
+                    guard isFile(name), isFile(base + ".key") else {
+                        skipped("certificate \(base): \(name) or \(base).key is not a regular file; skipped")
+                        continue
+                    }
+                    out.append(Candidate(name: base, certificate: path, key: key))
+                }
+            }
+        }
+        return out
+    }
+
+    /// The key pair named `name` alone, in either layout, as ``candidates(in:skipped:)`` would
+    /// find it: what a change to one certificate's files reads, instead of the whole directory.
+    static func candidate(named name: String, in directory: String, skipped: (String) -> Void = { _ in }) -> Candidate? {
+        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else { return nil }
+        let path = directory + "/" + name
+        if DirectoryListing.isDirectory(path) {
+            // certbot's layout first, then a Kubernetes TLS Secret's, as candidates(in:) does.
+            for (chain, key) in [(path + "/fullchain.pem", path + "/privkey.pem"), (path + "/tls.crt", path + "/tls.key")]
+            where DirectoryListing.isFile(chain) && DirectoryListing.isFile(key) {
+                return Candidate(name: name, certificate: chain, key: key)
+            }
+            return nil
+        }
+        let key = path + ".key"
+        var keyStat = stat()
+        guard stat(key, &keyStat) == 0 else { return nil }
+        for ext in [".crt", ".pem"] {
+            let certificate = path + ext
+            var st = stat()
+            // NAME.crt wins over NAME.pem when both exist (lstat: a dangling link still counts).
+            guard lstat(certificate, &st) == 0 else { continue }
+            guard DirectoryListing.isFile(certificate), DirectoryListing.isFile(key) else {
+                skipped("certificate \(name): \(name)\(ext) or \(name).key is not a regular file; skipped")
+                return nil
+            }
+            return Candidate(name: name, certificate: certificate, key: key)
+        }
+        return nil
+    }
+
+    /// The certificate name a file or folder of the certs directory belongs to: `NAME` for
+    /// `NAME.crt`, `NAME.pem`, `NAME.key` and the folder `NAME/`.
+    static func certificateName(forEntry entry: String) -> String {
+        for ext in [".crt", ".pem", ".key"] where entry.hasSuffix(ext) && entry.count > ext.count {
+            return String(entry.dropLast(ext.count))
+        }
+        return entry
+    }
+
+    /// Loads one key pair; nil (reported) when it fails. `isACME` when ACME issued it.
+    static func load(_ candidate: Candidate, directory: String, findings: StartupFindings,
+                     keys: KeyReader? = nil) -> (certificate: TLSCertificate, isACME: Bool)? {
+        var st = stat()
+        if stat(candidate.key, &st) == 0, st.st_mode & 0o077 != 0 {
+            findings.note(.keyReadableByOthers, level: .warning,
+                          "warning: private key \(candidate.key) is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it")
+        }
+        let certificate: TLSCertificate
+        do {
+            certificate = try TLSCertificate(name: candidate.name, certificatePath: candidate.certificate, keyPath: candidate.key, keys: keys)
+        } catch {
+            findings.error("certificate \(candidate.name): \(error)")
+            return nil
+        }
+        // ACME writes the certbot layout and records each folder it issued (ACMEStorage).
+        let isACME = candidate.certificate == directory + "/" + candidate.name + "/fullchain.pem"
+            && DirectoryListing.isFile(ACMEStorage.markerPath(certsDirectory: directory, name: candidate.name))
+        return (certificate, isACME)
+    }
+}

@@ -1,0 +1,216 @@
+import AASAHTTP
+
+/// HTTP/1.1 on one connection (RFC 9112), as a state machine with no sockets: bytes in,
+/// requests out to the ``RequestDispatch``, responses framed into the connection's
+/// ``Output``. Keep-alive and pipelining (answers in order), `Connection: close`, HTTP/1.0,
+/// bodies read and discarded, the header and idle deadlines.
+final package class HTTP1Session: ProtocolSession {
+    private let configuration: HTTP1Configuration
+    private let clock: LoopClock
+    /// The connection, which owns this session and so outlives it (`unowned(unsafe)`: no atomic
+    /// reference counting per request).
+    private unowned(unsafe) let dispatch: RequestDispatch
+    private var parser: RequestParser
+    /// Received bytes not yet consumed: a partial head, or pipelined requests.
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    /// Body bytes of the last request still to be read and discarded.
+    private var discardBody = 0
+    private(set) package var isClosing = false
+    /// The last request asked to close (`Connection: close`, or HTTP/1.0 without keep-alive).
+    private var clientAskedToClose = false
+    private var draining = false
+    /// When the head now arriving started (monotonic ms), or nil between requests.
+    private var headStarted: Int64?
+    private var headStartedMicroseconds: Int64 = 0
+    private var requestsServed = 0
+    private let openedAt: Int64
+    private var lastActivity: Int64
+
+    /// Set on a plain listener where HTTP/2 with prior knowledge is on: an opening whose
+    /// version is not HTTP/1.x is then taken for an HTTP/2 client's broken preface.
+    private let mayBeHTTP2Preface: Bool
+
+    package init(configuration: HTTP1Configuration, clock: LoopClock, dispatch: RequestDispatch, mayBeHTTP2Preface: Bool = false) {
+        self.configuration = configuration
+        self.mayBeHTTP2Preface = mayBeHTTP2Preface
+        self.clock = clock
+        self.dispatch = dispatch
+        self.parser = RequestParser(limits: configuration.limits)
+        self.openedAt = clock.now
+        self.lastActivity = clock.now
+    }
+
+    // MARK: - ProtocolSession
+
+    package func receive(_ bytes: UnsafeRawBufferPointer, output: inout Output) {
+        lastActivity = clock.now
+        guard !isClosing else { return }
+        var bytes = bytes
+        if discardBody > 0, inputStart == input.count {
+            let d = min(discardBody, bytes.count)
+            discardBody -= d
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[d...])
+        }
+        if bytes.isEmpty { return }
+        if headStarted == nil { startHead() }
+        input.append(contentsOf: bytes)
+        answerPending(&output)
+    }
+
+    package func resume(output: inout Output) {
+        lastActivity = clock.now
+        if inputStart < input.count { answerPending(&output) }
+    }
+
+    package func peerClosed(output: inout Output) {
+        // The client is done sending: what it asked for is answered (already in `output`),
+        // a partial request never will be.
+        isClosing = true
+    }
+
+    package func deadlineReached(output: inout Output) {
+        guard !isClosing else { return }
+        if headStarted != nil {
+            append(dispatch.refuse(HTTPError(.requestTimeout, "request head not complete in time"),
+                                   startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
+        }
+        // A new connection that never sent a byte, or an idle keep-alive one: close quietly.
+        isClosing = true
+    }
+
+    package func drain(output: inout Output) {
+        draining = true
+        // Idle keep-alive connections close now; a client reusing one retries on a new one.
+        // A connection that has not yet sent its first request is not idle: it is a request
+        // on its way, and it gets its answer.
+        if isIdle, requestsServed > 0 { isClosing = true }
+    }
+
+    package var wantsInput: Bool { !isClosing }
+
+    /// No lingering when the client asked to close and nothing it sent is unread: our close
+    /// cannot then reset the response in flight.
+    package var lingersOnClose: Bool { !(clientAskedToClose && inputStart >= input.count) }
+
+    package var isIdle: Bool { inputStart >= input.count && headStarted == nil && discardBody == 0 }
+
+    package var deadline: Int64? {
+        if isClosing { return nil }
+        if let headStarted { return headStarted + configuration.headerTimeout }
+        if requestsServed == 0 { return openedAt + configuration.headerTimeout }
+        return lastActivity + configuration.idleTimeout
+    }
+
+    // MARK: - Requests
+
+    private func startHead() {
+        headStarted = clock.now
+        headStartedMicroseconds = clock.microseconds()
+    }
+
+    /// Answers every complete request in the input, in order, until the output backs up.
+    private func answerPending(_ output: inout Output) {
+        while inputStart < input.count, !isClosing, output.body == nil, output.pending < configuration.outputHighWater {
+            if discardBody > 0 {
+                let d = min(discardBody, input.count - inputStart)
+                discardBody -= d
+                inputStart += d
+                continue
+            }
+            if headStarted == nil { startHead() }
+            let start = inputStart
+            let result = input.withUnsafeBytes { parser.parse(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            switch result {
+            case .needMore:
+                compact()
+                return
+            case .error(let e) where mayBeHTTP2Preface && requestsServed == 0
+                && (e.status == .httpVersionNotSupported || e.reason == RequestParser.malformedVersion)
+                && input.withUnsafeBytes({ HTTP1Session.isBrokenHTTP2Preface(UnsafeRawBufferPointer(rebasing: $0[start...])) }):
+                // An opening that is no HTTP/1.x request line comes from an HTTP/2 client whose
+                // preface is broken, which cannot read an HTTP/1.1 answer: it gets HTTP/2's, a
+                // connection error PROTOCOL_ERROR (RFC 9113 §3.4), then the close.
+                output.buffer.append(contentsOf: HTTP1Session.goAwayProtocolError)
+                isClosing = true
+                inputStart = input.count
+            case .error(let e):
+                append(dispatch.refuse(e, startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
+                isClosing = true
+                inputStart = input.count
+            case .request(var request, let headLength):
+                inputStart += headLength
+                parser.reset()
+                if draining { request.keepAlive = false }
+                let response = dispatch.respond(to: request, startedMicroseconds: headStartedMicroseconds)
+                requestsServed += 1
+                headStarted = nil
+                if !request.keepAlive || request.hasUnframedBody {
+                    isClosing = true
+                    // An unframed body is still arriving: linger to read it.
+                    clientAskedToClose = !request.keepAlive && !request.hasUnframedBody && !draining
+                    request.keepAlive = false
+                } else {
+                    discardBody = request.contentLength
+                }
+                append(response, keepAlive: request.keepAlive, version: request.version, into: &output)
+            }
+        }
+        compact()
+    }
+
+    /// The first line begins like HTTP/2's preface (`PRI * HTTP/2.0`), or names no `HTTP/`
+    /// version at all (h2spec's `INVALID CONNECTION PREFACE`). A line with an `HTTP/` version,
+    /// however wrong (`http/1.1`, `HTTP/3.0`, a trailing space), is an HTTP/1.x client's, and
+    /// gets HTTP/1.1's 400 or 505.
+    static func isBrokenHTTP2Preface(_ opening: UnsafeRawBufferPointer) -> Bool {
+        let line = opening.prefix { $0 != 0x0A }
+        if line.starts(with: "PRI * HTTP/2.0".utf8) { return true }
+        let http = Array("http/".utf8)
+        guard line.count >= http.count else { return true }
+        for i in line.startIndex...(line.endIndex - http.count) {
+            var matches = true
+            for k in 0..<http.count where line[i + k] | 0x20 != http[k] {
+                matches = false
+                break
+            }
+            if matches { return false }
+        }
+        return true
+    }
+
+    private static let crlf: [UInt8] = [0x0D, 0x0A]
+    /// GOAWAY (type 7) on stream 0, last stream 0, error PROTOCOL_ERROR (1): RFC 9113 §6.8.
+    private static let goAwayProtocolError: [UInt8] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    private static let closeLine = Array("Connection: close\r\n".utf8)
+    private static let keepAliveLine = Array("Connection: keep-alive\r\n".utf8)
+
+    /// Frames a response: the prepared head, the date, the connection header, the body.
+    private func append(_ response: Response, keepAlive: Bool, version: HTTPVersion, into output: inout Output) {
+        output.buffer.append(contentsOf: response.head.http1)
+        output.buffer.append(contentsOf: clock.date)
+        output.buffer.append(contentsOf: HTTP1Session.crlf)
+        if !keepAlive {
+            output.buffer.append(contentsOf: HTTP1Session.closeLine)
+        } else if version == .http10 {
+            output.buffer.append(contentsOf: HTTP1Session.keepAliveLine)
+        }
+        output.buffer.append(contentsOf: HTTP1Session.crlf)
+        guard response.sendsBody, !response.body.isEmpty else { return }
+        if response.body.count > configuration.copyLimit {
+            output.body = response.body
+        } else {
+            output.buffer.append(contentsOf: response.body)
+        }
+    }
+
+    private func compact() {
+        if inputStart >= input.count {
+            if input.capacity > 16 * 1024 { input = [] } else { input.removeAll(keepingCapacity: true) }
+            inputStart = 0
+        } else if inputStart > 0 {
+            input.removeFirst(inputStart)
+            inputStart = 0
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import AASAHTTP
+
+/// A protocol session (HTTP/1.1 or HTTP/2) on one connection: a state machine with no
+/// sockets. Bytes the transport read go in; requests come out through `respond`; the bytes to
+/// write are appended to the connection's ``Output``. It also says what it wants next (more
+/// input, to close) and its next deadline. The connection calls it on one loop thread only.
+package protocol ProtocolSession: AnyObject {
+    /// Takes bytes the transport read and answers every request they complete, appending
+    /// responses (or frames) to `output`.
+    func receive(_ bytes: UnsafeRawBufferPointer, output: inout Output)
+    /// `output` was written out: queue what was waiting behind it (a pipelined request, more
+    /// frames), if anything.
+    func resume(output: inout Output)
+    /// The peer closed its sending side: finish what it asked for, then close.
+    func peerClosed(output: inout Output)
+    /// The deadline passed: answer or close as the protocol says (408, GOAWAY, …).
+    func deadlineReached(output: inout Output)
+    /// Graceful stop: take no new request, finish those in flight (HTTP/2: GOAWAY).
+    func drain(output: inout Output)
+
+    /// Whether the connection should read more now (false while output is backed up, or
+    /// after the session decided to close).
+    var wantsInput: Bool { get }
+    /// True when the connection must close once `output` is written.
+    var isClosing: Bool { get }
+    /// Whether to read and discard until the peer closes after the last byte is written
+    /// (RFC 9112 §9.6), rather than closing at once.
+    var lingersOnClose: Bool { get }
+    /// Nothing in flight: no partial request, no unanswered stream.
+    var isIdle: Bool { get }
+    /// When `deadlineReached` should be called (monotonic milliseconds), if ever.
+    var deadline: Int64? { get }
+}
+
+/// Where a session sends what it parsed, the same for both protocols: requests go to the
+/// handlers, refusals (a head the parser rejected, a request not complete in time) get their
+/// error response. Either way the response comes back already recorded in the access log and
+/// the metrics, so no session writes a log line itself.
+package protocol RequestDispatch: AnyObject {
+    /// - Parameter startedMicroseconds: when the request's first byte arrived (monotonic), for
+    ///   the duration the access log reports.
+    func respond(to request: HTTPRequest, startedMicroseconds: Int64) -> Response
+    func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response
+}

@@ -1,0 +1,320 @@
+import AASACore
+import AASAHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One access-log line per request on stdout (docs/serving.md, "Logs and signals"). Each loop
+/// collects the lines of one turn of its loop and hands them over at once, so logging costs one
+/// copy per batch.
+///
+/// A line is written as bytes straight into memory reserved for its longest possible form (every
+/// quoted byte escaped), through a ``LineWriter`` that checks nothing per byte: no String is
+/// made per request, and the date's text only once a second. About 950 instructions a line
+/// (callgrind, this type's part), where building it from Strings cost about 3,700.
+final package class AccessLog {
+    package let format: LogFormat
+    /// The lines of this turn: `count` bytes of `capacity`.
+    private var storage: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var count = 0
+    /// The time up to the seconds, made once a second: `2026-11-21T17:30:00.`
+    private var secondPrefix: [UInt8] = []
+    private var prefixSecond: Int64 = -1
+
+    private static let initialCapacity = 16 * 1024
+    /// Kept across turns up to this size; a burst of long lines does not pin more.
+    private static let retainedCapacity = 256 * 1024
+    /// The longest target logged, in bytes (longer ones are cut).
+    static let maxPath = 2048
+
+    package init(format: LogFormat) {
+        self.format = format
+        capacity = AccessLog.initialCapacity
+        storage = .allocate(capacity: capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The lines not yet handed over (for tests).
+    var pendingText: String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
+
+    /// Who fetched, for AASA requests: Apple's CDN (`AASA-Bot`), a device fetching directly
+    /// (`swcd`, `CFNetwork`), or nil (docs/aasa-reference.md §3.7).
+    static package func fetcher(userAgent: String) -> String? {
+        var ua = userAgent
+        return ua.withUTF8 { fetcher(userAgent: $0)?.description }
+    }
+
+    static package func fetcher(userAgent bytes: UnsafeBufferPointer<UInt8>) -> StaticString? {
+        if matches(bytes, at: 0, "AASA-Bot") { return "apple-cdn" }
+        // Most agents hold neither an `s` nor a `C`: one pass over words rules both out.
+        guard ByteScan.contains(bytes, anyOf: UInt8(ascii: "s"), UInt8(ascii: "C")) else { return nil }
+        for i in bytes.indices {
+            switch bytes[i] {
+            case UInt8(ascii: "s"): if matches(bytes, at: i, "swcd") { return "device" }
+            case UInt8(ascii: "C"): if matches(bytes, at: i, "CFNetwork") { return "device" }
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    private static func matches(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int, _ text: StaticString) -> Bool {
+        let n = text.utf8CodeUnitCount
+        return bytes.count - i >= n && memcmp(bytes.baseAddress! + i, text.utf8Start, n) == 0
+    }
+
+    /// Appends the line for one answered (or refused: `request` nil) request, and returns who
+    /// fetched (``fetcher(userAgent:)``), so the agent is scanned once per request.
+    @discardableResult
+    package func append(timeMilliseconds: Int64, client: String, request: HTTPRequest?, status: Int, bytes: Int,
+                durationMicroseconds: Int64) -> StaticString? {
+        let second = timeMilliseconds / 1000
+        if second != prefixSecond {
+            prefixSecond = second
+            secondPrefix = Array(HTTPDate.iso8601(milliseconds: second * 1000).utf8.dropLast(4))
+        }
+        guard let request else {
+            // Refused before a request was parsed: no host, method, target or agent.
+            return write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
+                         bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
+        }
+        let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
+        return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host ?? "", method: request.method.text,
+              target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
+              userAgent: request.userAgent ?? "", version: request.version)
+    }
+
+    private func write(timeMilliseconds: Int64, client: String, host: String, method: String, target: String, status: Int,
+                       bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) -> StaticString? {
+        client.withBytes { client in
+        host.withBytes { host in
+        method.withBytes { method in
+        target.withBytes { target in
+        userAgent.withBytes { userAgent in
+            // A JSON escape is at most 6 bytes a byte (`\u001F`), a text one 4 (`\x1F`); 256 covers
+            // the keys, the time, the numbers and the rest.
+            reserve(256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
+            var w = LineWriter(at: storage + count)
+            let fetcher = AccessLog.fetcher(userAgent: userAgent)
+            let ms = Int(timeMilliseconds % 1000)
+            switch format {
+            case .text:
+                w.bytes(secondPrefix)
+                w.threeDigits(ms)
+                w.ascii("Z ")
+                w.bytes(client)
+                w.byte(0x20)
+                if host.isEmpty { w.byte(UInt8(ascii: "-")) } else { w.bytes(host) }
+                w.ascii(" \"")
+                w.bytes(method)
+                w.byte(0x20)
+                w.textEscaped(target)
+                w.byte(0x20)
+                w.ascii(version.logText)
+                w.ascii("\" ")
+                w.decimal(status)
+                w.byte(0x20)
+                w.decimal(bytes)
+                w.byte(0x20)
+                w.decimal(Int(durationMicroseconds / 1000))
+                w.byte(UInt8(ascii: "."))
+                w.threeDigits(Int(durationMicroseconds % 1000))
+                w.ascii("ms \"")
+                w.textEscaped(userAgent)
+                w.byte(UInt8(ascii: "\""))
+                if let fetcher {
+                    w.ascii(" fetcher=")
+                    w.ascii(fetcher)
+                }
+            case .json:
+                // The same bytes as JSONWriter gives, field for field.
+                w.ascii("{\"time\":\"")
+                w.bytes(secondPrefix)
+                w.threeDigits(ms)
+                w.ascii("Z\",\"client\":\"")
+                w.jsonEscaped(client)
+                w.ascii("\",\"host\":\"")
+                w.jsonEscaped(host)
+                w.ascii("\",\"method\":\"")
+                w.jsonEscaped(method)
+                w.ascii("\",\"path\":\"")
+                w.jsonEscaped(target)
+                w.ascii("\",\"status\":")
+                w.decimal(status)
+                w.ascii(",\"bytes\":")
+                w.decimal(bytes)
+                w.ascii(",\"duration_ms\":")
+                w.decimal(Int(durationMicroseconds / 1000))
+                w.byte(UInt8(ascii: "."))
+                w.threeDigits(Int(durationMicroseconds % 1000))
+                w.ascii(",\"user_agent\":\"")
+                w.jsonEscaped(userAgent)
+                w.ascii("\",\"protocol\":\"")
+                w.ascii(version.logText)
+                w.ascii("\",\"fetcher\":")
+                if let fetcher {
+                    w.byte(UInt8(ascii: "\""))
+                    w.ascii(fetcher)
+                    w.ascii("\"}")
+                } else {
+                    w.ascii("null}")
+                }
+            }
+            w.byte(0x0A)
+            count = w.at - storage
+            return fetcher
+        }}}}}
+    }
+
+    /// Room for `bytes` more after the pending lines.
+    private func reserve(_ bytes: Int) {
+        guard count + bytes > capacity else { return }
+        let grown = max(capacity * 2, count + bytes)
+        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        bigger.moveInitialize(from: storage, count: count)
+        storage.deallocate()
+        storage = bigger
+        capacity = grown
+    }
+
+    /// Hands the turn's lines to the stdout writer thread: a copy under a lock, never a write
+    /// that could block the loop (see ``LogStream``).
+    package func flush() {
+        guard count > 0 else { return }
+        LogStream.standardOutput.write(UnsafeRawBufferPointer(start: storage, count: count))
+        count = 0
+        if capacity > AccessLog.retainedCapacity {
+            storage.deallocate()
+            capacity = AccessLog.initialCapacity
+            storage = .allocate(capacity: capacity)
+        }
+    }
+}
+
+extension HTTPVersion {
+    /// ``text`` without a String.
+    fileprivate var logText: StaticString {
+        switch self {
+        case .http10: return "HTTP/1.0"
+        case .http11: return "HTTP/1.1"
+        case .http2: return "HTTP/2.0"
+        }
+    }
+}
+
+extension String {
+    /// The UTF-8 bytes in place (native and small strings), copied only for a foreign one.
+    fileprivate func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(utf8).withUnsafeBufferPointer(body)
+    }
+}
+
+/// A cursor over memory reserved beforehand for everything it will write.
+private struct LineWriter {
+    var at: UnsafeMutablePointer<UInt8>
+
+    mutating func byte(_ b: UInt8) {
+        at.initialize(to: b)
+        at += 1
+    }
+
+    mutating func bytes(_ b: UnsafeBufferPointer<UInt8>) {
+        guard let base = b.baseAddress else { return }
+        at.initialize(from: base, count: b.count)
+        at += b.count
+    }
+
+    mutating func bytes(_ b: [UInt8]) { b.withUnsafeBufferPointer { bytes($0) } }
+
+    mutating func ascii(_ s: StaticString) { bytes(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)) }
+
+    /// `n` in decimal; a negative `n` as 0.
+    mutating func decimal(_ n: Int) {
+        if n >= 0, n < 1000 {
+            // Statuses, most sizes, most durations: no loop.
+            if n >= 100 { return threeDigits(n) }
+            if n >= 10 {
+                byte(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n / 10))
+            }
+            return byte(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n % 10))
+        }
+        var v = UInt(max(0, n))
+        var length = 1
+        var rest = v / 10
+        while rest > 0 {
+            length += 1
+            rest /= 10
+        }
+        var p = at + length
+        for _ in 0..<length {
+            p -= 1
+            p.initialize(to: UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v % 10))
+            v /= 10
+        }
+        at += length
+    }
+
+    /// `n` (0-999) as three digits, zero-padded: milliseconds; a negative `n` as 000.
+    mutating func threeDigits(_ n: Int) {
+        let v = UInt(max(0, n))
+        at[0] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v / 100)
+        at[1] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v / 10 % 10)
+        at[2] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v % 10)
+        at += 3
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+    private static let upperHexDigits: StaticString = "0123456789ABCDEF"
+
+    /// Text for a quoted field of the text format: `"` and `\` escaped, control characters as
+    /// `\xNN`, so a client cannot forge a log line.
+    mutating func textEscaped(_ text: UnsafeBufferPointer<UInt8>) {
+        guard ByteScan.needsTextEscape(text) else { return bytes(text) }
+        for b in text {
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                byte(UInt8(ascii: "\\"))
+                byte(b)
+            case 0..<0x20, 0x7F:
+                byte(UInt8(ascii: "\\"))
+                byte(UInt8(ascii: "x"))
+                byte(LineWriter.hexDigits.utf8Start[Int(b >> 4)])
+                byte(LineWriter.hexDigits.utf8Start[Int(b & 0x0F)])
+            default:
+                byte(b)
+            }
+        }
+    }
+
+    /// Text inside a JSON string, escaped as ``JSONWriter/quoted(_:htmlSafe:)`` does (HTML-safe):
+    /// RFC 8259 §7's escapes, `<`, `>` and `&`, U+2028 and U+2029. The text is valid UTF-8 (a
+    /// Swift String's), so working on bytes gives the same output as working on scalars.
+    mutating func jsonEscaped(_ text: UnsafeBufferPointer<UInt8>) {
+        guard ByteScan.needsJSONEscape(text) else { return bytes(text) }
+        var i = 0
+        while i < text.count {
+            let b = text[i]
+            i += 1
+            switch b {
+            case UInt8(ascii: "\""): ascii("\\\"")
+            case UInt8(ascii: "\\"): ascii("\\\\")
+            case UInt8(ascii: "\n"): ascii("\\n")
+            case UInt8(ascii: "\r"): ascii("\\r")
+            case UInt8(ascii: "\t"): ascii("\\t")
+            case 0..<0x20, 0x7F, UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "&"):
+                ascii("\\u00")
+                byte(LineWriter.upperHexDigits.utf8Start[Int(b >> 4)])
+                byte(LineWriter.upperHexDigits.utf8Start[Int(b & 0x0F)])
+            case 0xE2 where i + 1 < text.count && text[i] == 0x80 && (text[i + 1] == 0xA8 || text[i + 1] == 0xA9):
+                // U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
+                ascii(text[i + 1] == 0xA8 ? "\\u2028" : "\\u2029")
+                i += 2
+            default:
+                byte(b)
+            }
+        }
+    }
+}

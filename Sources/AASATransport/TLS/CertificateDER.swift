@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The few fields of an X.509 certificate (RFC 5280 §4.1) the server indexes, read from its DER
+/// without OpenSSL: OpenSSL 3 decodes the public key of every certificate it parses through its
+/// provider framework, whose global locks were a quarter of a start-up at 100 000 certificates.
+/// Anything this reader does not understand returns nil, and the caller asks OpenSSL instead.
+package struct CertificateDER {
+    package var dnsNames: [String]
+    package var notBefore: Int
+    package var notAfter: Int
+    /// The SubjectPublicKeyInfo, as encoded: compared with the key's.
+    var publicKeyInfo: ArraySlice<UInt8>
+
+    package init?(_ der: [UInt8]) {
+        var top = DERReader(der[...])
+        guard var certificate = top.read(tag: 0x30)?.reader, var tbs = certificate.read(tag: 0x30)?.reader else { return nil }
+        if tbs.peek == 0xA0 { _ = tbs.read(tag: 0xA0) }            // version
+        guard tbs.read(tag: 0x02) != nil,                           // serialNumber
+              tbs.read(tag: 0x30) != nil,                           // signature
+              tbs.read(tag: 0x30) != nil,                           // issuer
+              var validity = tbs.read(tag: 0x30)?.reader,
+              let notBefore = validity.readTime(), let notAfter = validity.readTime(),
+              tbs.read(tag: 0x30) != nil,                           // subject
+              let spki = tbs.read(tag: 0x30) else { return nil }
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.publicKeyInfo = spki.whole
+        var names: [String] = []
+        while !tbs.isEmpty {
+            guard let field = tbs.readAny() else { return nil }
+            // [3] EXPLICIT Extensions; [1] and [2] are unique identifiers, skipped.
+            guard field.tag == 0xA3 else { continue }
+            var wrapper = field.reader
+            guard var extensions = wrapper.read(tag: 0x30)?.reader else { return nil }
+            while !extensions.isEmpty {
+                guard var ext = extensions.read(tag: 0x30)?.reader, let oid = ext.read(tag: 0x06) else { return nil }
+                if ext.peek == 0x01 { _ = ext.read(tag: 0x01) }     // critical
+                guard let value = ext.read(tag: 0x04) else { return nil }
+                // 2.5.29.17 subjectAltName
+                guard Array(oid.content) == [0x55, 0x1D, 0x11] else { continue }
+                var inner = value.reader
+                guard var general = inner.read(tag: 0x30)?.reader else { return nil }
+                while !general.isEmpty {
+                    guard let name = general.readAny() else { return nil }
+                    // [2] IMPLICIT IA5String dNSName
+                    if name.tag == 0x82 {
+                        guard name.content.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+                        names.append(String(decoding: name.content, as: UTF8.self).lowercased())
+                    }
+                }
+            }
+        }
+        dnsNames = names
+    }
+}
+
+/// Definite-length DER, tag by tag (single-byte tags: all that a certificate's fields use).
+package struct DERReader {
+    package struct Element {
+        package var tag: UInt8
+        package var content: ArraySlice<UInt8>
+        /// Tag, length and content.
+        package var whole: ArraySlice<UInt8>
+        package var reader: DERReader { DERReader(content) }
+    }
+
+    private var bytes: ArraySlice<UInt8>
+
+    package init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+    package var isEmpty: Bool { bytes.isEmpty }
+    package var peek: UInt8? { bytes.first }
+
+    mutating func readAny() -> Element? {
+        var i = bytes.startIndex
+        guard i < bytes.endIndex else { return nil }
+        let tag = bytes[i]
+        guard tag & 0x1F != 0x1F else { return nil }
+        i += 1
+        guard i < bytes.endIndex else { return nil }
+        var length = Int(bytes[i])
+        i += 1
+        if length & 0x80 != 0 {
+            let count = length & 0x7F
+            guard count >= 1, count <= 3, bytes.endIndex - i >= count else { return nil }
+            length = 0
+            for _ in 0..<count {
+                length = length << 8 | Int(bytes[i])
+                i += 1
+            }
+        }
+        guard bytes.endIndex - i >= length else { return nil }
+        let element = Element(tag: tag, content: bytes[i..<(i + length)], whole: bytes[bytes.startIndex..<(i + length)])
+        bytes = bytes[(i + length)...]
+        return element
+    }
+
+    mutating package func read(tag: UInt8) -> Element? {
+        guard peek == tag else { return nil }
+        return readAny()
+    }
+
+    /// UTCTime (YYMMDDHHMMSSZ, RFC 5280 §4.1.2.5.1) or GeneralizedTime (YYYYMMDDHHMMSSZ) as
+    /// seconds since 1970.
+    mutating func readTime() -> Int? {
+        guard let element = readAny(), element.tag == 0x17 || element.tag == 0x18 else { return nil }
+        let digits = Array(element.content)
+        let yearDigits = element.tag == 0x17 ? 2 : 4
+        guard digits.count == yearDigits + 11, digits.last == UInt8(ascii: "Z"),
+              digits.dropLast().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        func number(_ at: Int, _ n: Int) -> Int { digits[at..<(at + n)].reduce(0) { $0 * 10 + Int($1 - 0x30) } }
+        var year = number(0, yearDigits)
+        if yearDigits == 2 { year += year < 50 ? 2000 : 1900 }
+        var tm = Glibc.tm()
+        tm.tm_year = Int32(year - 1900)
+        tm.tm_mon = Int32(number(yearDigits, 2) - 1)
+        tm.tm_mday = Int32(number(yearDigits + 2, 2))
+        tm.tm_hour = Int32(number(yearDigits + 4, 2))
+        tm.tm_min = Int32(number(yearDigits + 6, 2))
+        tm.tm_sec = Int32(number(yearDigits + 8, 2))
+        return Int(timegm(&tm))
+    }
+}
+
+/// PEM blocks of one label, decoded (RFC 7468), in the order of the file.
+package enum PEMBlocks {
+    static package func decode(_ text: [UInt8], label: String = "CERTIFICATE") -> [[UInt8]] {
+        let begin = Array("-----BEGIN \(label)-----".utf8)
+        let end = Array("-----END \(label)-----".utf8)
+        var out: [[UInt8]] = []
+        var i = 0
+        while out.count < 16, let start = find(begin, in: text, from: i) {
+            let bodyStart = start + begin.count
+            guard let stop = find(end, in: text, from: bodyStart) else { break }
+            guard let der = base64(text[bodyStart..<stop]) else { return [] }
+            out.append(der)
+            i = stop + end.count
+        }
+        return out
+    }
+
+    /// Standard base64 (RFC 4648 §4) with the line breaks of PEM; nil on anything else.
+    static func base64(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        var padding = 0
+        for c in text {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "+"): v = 62
+            case UInt8(ascii: "/"): v = 63
+            case UInt8(ascii: "="):
+                padding += 1
+                continue
+            case 0x0A, 0x0D, 0x20, 0x09: continue
+            default: return nil
+            }
+            guard padding == 0 else { return nil }
+            buffer = buffer << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        return out.isEmpty ? nil : out
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+        guard needle.count <= haystack.count else { return nil }
+        var i = from
+        while i + needle.count <= haystack.count {
+            if haystack[i] == needle[0], haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,25 @@
+import COpenSSL
+
+/// An OpenSSL failure: the call, and OpenSSL's error queue at the time.
+public struct TLSError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    package init(_ call: String) {
+        var messages: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            messages.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map(UInt8.init), as: UTF8.self))
+        }
+        description = messages.isEmpty ? "\(call) failed" : "\(call): \(messages.joined(separator: "; "))"
+    }
+
+    package init(message: String) {
+        description = message
+    }
+
+    /// Empties OpenSSL's thread-local error queue so the next call starts clean.
+    static package func clearQueue() { ERR_clear_error() }
+}

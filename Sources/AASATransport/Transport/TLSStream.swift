@@ -1,0 +1,165 @@
+import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One end of a TLS connection over a non-blocking socket: the server's end of a client
+/// connection, or the client's end (`aasa check`, the ACME client). It owns the `SSL` object
+/// and every OpenSSL detail; the caller owns the socket and waits for the readiness that
+/// `.wantRead` / `.wantWrite` name — for a read *or* a write, since a TLS read may need to
+/// write (a key update) and a write may need to read.
+final package class TLSStream {
+    /// The outcome of one handshake step, read or write.
+    package enum Progress: Equatable {
+        /// Bytes read or written (0 for a finished handshake).
+        case done(Int)
+        /// Wait until the socket is readable, then call again.
+        case wantRead
+        /// Wait until the socket is writable, then call again.
+        case wantWrite
+        /// The peer closed the stream: close_notify, or a TCP close without one. The server's
+        /// end treats both as an orderly end (SSL_OP_IGNORE_UNEXPECTED_EOF); the client's end
+        /// tells them apart through ``closedWithoutNotify``.
+        case closed
+        /// A protocol or system failure; the stream is unusable.
+        case failed(String)
+    }
+
+    package let ssl: OpaquePointer
+    let isClient: Bool
+
+    /// The server's end: the handshake starts with `context` (the default certificate's) and
+    /// the ServerName callback may switch it.
+    package init(serverContext context: OpaquePointer, fd: Int32) throws(TLSError) {
+        TLSError.clearQueue()
+        guard let ssl = SSL_new(context) else { throw TLSError("SSL_new") }
+        SSL_set_fd(ssl, fd)
+        SSL_set_accept_state(ssl)
+        self.ssl = ssl
+        self.isClient = false
+    }
+
+    /// The client's end, verifying the peer for `serverName` (SNI and the host-name check).
+    package init(client: TLSClientContext, fd: Int32, serverName: String) throws(TLSError) {
+        TLSError.clearQueue()
+        guard let ssl = SSL_new(client.context) else { throw TLSError("SSL_new") }
+        SSL_set_fd(ssl, fd)
+        SSL_set_connect_state(ssl)
+        // An IP literal is not sent as SNI (RFC 6066 §3) but is still what the certificate
+        // must name.
+        let isAddress = serverName.contains(":") || serverName.allSatisfy { $0.isNumber || $0 == "." }
+        if !isAddress, aasa_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
+            SSL_free(ssl)
+            throw TLSError("SSL_set_tlsext_host_name")
+        }
+        // Set even when the context does not enforce verification: the verdict then still
+        // covers the name (``verificationFailure``).
+        let ok = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) : SSL_set1_host(ssl, serverName)
+        if ok != 1 {
+            SSL_free(ssl)
+            throw TLSError("setting the name to verify")
+        }
+        self.ssl = ssl
+        self.isClient = true
+    }
+
+    deinit { SSL_free(ssl) }
+
+    /// One step of the handshake. On the server, plain HTTP sent to the TLS port is
+    /// `.failed` with `receivedPlainHTTP` true.
+    package func handshake() -> Progress {
+        TLSError.clearQueue()
+        let r = SSL_do_handshake(ssl)
+        if r == 1 { return .done(0) }
+        return progress(after: r)
+    }
+
+    /// Reads up to `count` bytes.
+    package func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Progress {
+        TLSError.clearQueue()
+        var n = 0
+        if SSL_read_ex(ssl, buffer, count, &n) == 1 { return .done(n) }
+        return progress(after: 0)
+    }
+
+    /// Writes up to `count` bytes (partial writes allowed: SSL_MODE_ENABLE_PARTIAL_WRITE).
+    /// After `.wantWrite`/`.wantRead` the same bytes must be offered again.
+    package func write(_ bytes: UnsafeRawPointer, count: Int) -> Progress {
+        TLSError.clearQueue()
+        var n = 0
+        if SSL_write_ex(ssl, bytes, count, &n) == 1 { return .done(n) }
+        return progress(after: 0)
+    }
+
+    /// Decrypted bytes already inside OpenSSL: a read would return them without the socket
+    /// becoming readable again, so level-triggered epoll alone would never report them.
+    package var hasBufferedInput: Bool { SSL_has_pending(ssl) != 0 }
+
+    /// Sends close_notify (best effort: a non-blocking socket may not take it).
+    package func shutdown() {
+        TLSError.clearQueue()
+        _ = SSL_shutdown(ssl)
+        TLSError.clearQueue()
+    }
+
+    /// The name the client asked for (SNI), lower case.
+    package var serverName: String? {
+        SSL_get_servername(ssl, Int32(TLSEXT_NAMETYPE_host_name)).map { String(cString: $0).lowercased() }
+    }
+
+    /// The protocol ALPN settled on (`h2`, `http/1.1`), if any.
+    package var negotiatedProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// `TLSv1.3`, `TLSv1.2`.
+    package var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
+
+    /// The client's verdict on the server's chain, in OpenSSL's words ("certificate has
+    /// expired", "hostname mismatch", …), or nil when it verified.
+    package var verificationFailure: String? {
+        let r = SSL_get_verify_result(ssl)
+        return r == X509_V_OK ? nil : String(cString: X509_verify_cert_error_string(r))
+    }
+
+    /// The peer's certificate expiry (seconds since 1970), when it sent one.
+    package var peerNotAfter: Int? {
+        guard let cert = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(cert) }
+        return X509Fields.notAfter(cert)
+    }
+
+    /// Set when a server-side handshake failed because the client spoke plain HTTP.
+    private(set) var receivedPlainHTTP = false
+
+    /// Set when ``Progress/closed`` came from a TCP close without close_notify: data that ends
+    /// with the connection may have been cut by anyone on the path (RFC 8446 §6.1).
+    private(set) package var closedWithoutNotify = false
+
+    private func progress(after result: Int32) -> Progress {
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_ZERO_RETURN: return .closed
+        case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
+            // A reset or an EOF in the middle of a record: the peer is gone.
+            if errno == 0 { closedWithoutNotify = true; return .closed }
+            return .failed(String(cString: strerror(errno)))
+        case SSL_ERROR_SSL where aasa_ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING:
+            // Only the client's end gets here (the server's ignores unexpected EOF).
+            TLSError.clearQueue()
+            closedWithoutNotify = true
+            return .closed
+        default:
+            // OpenSSL recognises plain HTTP sent to a TLS port ("http request").
+            if !isClient, aasa_ERR_GET_REASON(ERR_peek_error()) == SSL_R_HTTP_REQUEST { receivedPlainHTTP = true }
+            let reason = TLSError("TLS").description
+            TLSError.clearQueue()
+            return .failed(reason)
+        }
+    }
+}
