@@ -19,7 +19,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test unit-test fuzz fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -106,8 +106,13 @@ run: build
 
 # The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
 # the count of tests, as "N passed, 0 failed".
-test: test-deps unit-test fuzz-smoke lint-deploy test-systemd test-install
+test: test-deps check-targets unit-test fuzz-smoke lint-deploy test-systemd test-install
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
+
+# The arrows between the targets (docs/architecture.md, "Targets"): no target's dependencies
+# reach a target above it.
+check-targets:
+	python3 Scripts/check-targets.py
 
 # A test run that hangs is stopped at TEST_TIME_LIMIT (the whole suite takes 3 to 10 minutes),
 # with every process it started, and the tests still running are named.
@@ -198,15 +203,17 @@ TRANSPORT_SOURCES := $(shell find Sources/AASATransport -name '*.swift')
 SESSIONS_SOURCES  := $(shell find Sources/AASASessions -name '*.swift')
 CLIENT_SOURCES    := $(shell find Sources/AASAClient -name '*.swift')
 FUZZ_SWIFTFLAGS   := -O -sanitize=fuzzer,address -parse-as-library -package-name aasa
-FUZZ_MODULE_MAPS  := -Xcc -fmodule-map-file=$(LAYER_FUZZ_TMP)/CLinux.modulemap \
-                     -Xcc -fmodule-map-file=Sources/COpenSSL/module.modulemap -Xcc -fmodule-map-file=Sources/CNghttp2/module.modulemap
+FUZZ_MODULE_MAPS  := -Xcc -fmodule-map-file=$(CURDIR)/$(LAYER_FUZZ_TMP)/CLinux.modulemap \
+                     -Xcc -fmodule-map-file=$(CURDIR)/Sources/COpenSSL/module.modulemap \
+                     -Xcc -fmodule-map-file=$(CURDIR)/Sources/CNghttp2/module.modulemap
 FUZZ_BASE_LIBS    := $(LAYER_FUZZ_TMP)/libAASACore.a $(LAYER_FUZZ_TMP)/libAASAHTTP.a
 FUZZ_CLIENT_LIBS  := $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/libAASATransport.a $(LAYER_FUZZ_TMP)/clinux.o
 
-# A target's sources as an instrumented static library and module: $(1) its name, $(2) its sources.
+# A target's sources as an instrumented static library and module: $(1) its name, $(2) its
+# sources, $(3) the module maps of the C libraries it imports.
 define fuzz_library
 	cd $(LAYER_FUZZ_TMP) && swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -emit-module -emit-library -static -I . \
-	  $(FUZZ_MODULE_MAPS) $(addprefix $(CURDIR)/,$(2)) -o lib$(1).a
+	  $(3) $(addprefix $(CURDIR)/,$(2)) -o lib$(1).a
 endef
 
 $(FUZZ_BASE_LIBS) &: $(CORE_SOURCES) $(HTTP_SOURCES)
@@ -221,7 +228,7 @@ $(LAYER_FUZZ_TMP)/clinux.o: Sources/CLinux/shim.c Sources/CLinux/include/CLinux.
 	clang -c -O1 -fsanitize=fuzzer-no-link,address -ISources/CLinux/include Sources/CLinux/shim.c -o $@
 
 $(LAYER_FUZZ_TMP)/libAASATransport.a: $(TRANSPORT_SOURCES) $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/clinux.o Sources/COpenSSL/shim.h
-	$(call fuzz_library,AASATransport,$(TRANSPORT_SOURCES))
+	$(call fuzz_library,AASATransport,$(TRANSPORT_SOURCES),$(FUZZ_MODULE_MAPS))
 
 # A fuzzer: $(1) module name, $(2) the tested target's sources and the entry point, $(3) libraries, $(4) output.
 define layer_fuzz

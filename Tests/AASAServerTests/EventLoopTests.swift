@@ -88,7 +88,7 @@ import Glibc
             client.send("Host: example.com\r\n\r\n")
         }
         server.state.draining.store(true, ordering: .releasing)
-        server.loop.signal()
+        server.waker.signal()
         let (text, closed) = client.receive()
         #expect(text.hasPrefix("HTTP/1.1 200 OK"))
         #expect(text.contains("Connection: close\r\n"))
@@ -102,15 +102,16 @@ import Glibc
         defer { server.stop() }
         let builder = SnapshotBuilder(configDirectory: server.configDirectory, certsDirectory: nil, defaultCertificate: nil,
                                       cacheControl: "no-cache", usesTLS: false, log: Log(minimum: .error))
-        let done = Atomic<Bool>(false)
+        let done = Locked(false)
+        let (state, configDirectory) = (server.state, server.configDirectory)
         // Reloads on another thread, as the control thread does, each a whole new snapshot.
         let reloader = startThread {
             var previous: SiteSnapshot? = nil
-            for i in 0..<200 where !done.load(ordering: .relaxed) {
+            for i in 0..<200 where !done.withLock({ $0 }) {
                 let document = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.v\#(i)"], "components": [{"/": "/*"}]}]}}"#
-                try? document.write(toFile: server.configDirectory + "/example.com/apple-app-site-association", atomically: true, encoding: .utf8)
+                try? document.write(toFile: configDirectory + "/example.com/apple-app-site-association", atomically: true, encoding: .utf8)
                 let next = builder.build(previous: previous)
-                server.state.snapshots.publish(next)
+                state.snapshots.publish(next)
                 previous = next
             }
         }
@@ -126,7 +127,7 @@ import Glibc
                 answered += 1
             }
         }
-        done.store(true, ordering: .relaxed)
+        done.withLock { $0 = true }
         pthread_join(reloader, nil)
         #expect(answered == 100)
     }

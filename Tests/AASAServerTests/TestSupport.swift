@@ -43,7 +43,8 @@ let exampleDocument = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.ex
 /// with whatever timeouts a test needs. Stopped by draining, as the server stops.
 final class InProcessServer {
     let state: ServerState
-    let loop: EventLoop
+    /// Wakes the loop, which its thread alone touches.
+    let waker: EventFD
     let port: Int
     private let listener: Listener
     private var thread: pthread_t?
@@ -65,9 +66,9 @@ final class InProcessServer {
         let (fd, address) = try Socket.listen(on: SocketAddress(parsing: "127.0.0.1:0"))
         listener = Listener(fd: fd, kind: kind, address: address)
         port = address.port
-        loop = try EventLoop(id: 0, state: state, listeners: [listener], transport: transport, http1: http1,
-                             log: Log(minimum: .error), accessLogFormat: .text)
-        let loop = self.loop
+        let loop = try EventLoop(id: 0, state: state, listeners: [listener], transport: transport, http1: http1,
+                                 log: Log(minimum: .error), accessLogFormat: .text)
+        waker = loop.waker
         thread = startThread { loop.run() }
         state.ready.store(true, ordering: .releasing)
     }
@@ -75,7 +76,7 @@ final class InProcessServer {
     func stop() {
         guard let thread else { return }
         state.draining.store(true, ordering: .releasing)
-        loop.signal()
+        waker.signal()
         pthread_join(thread, nil)
         self.thread = nil
         close(listener.fd)

@@ -6,6 +6,7 @@ import Glibc
 
 /// An EC P-256 private key in libcrypto: the ACME account key (signs every request, ES256),
 /// a certificate's key (its CSR) and a challenge certificate's key.
+/// `@unchecked Sendable`: it wraps an `EVP_PKEY`, never changed after it is made (signing only reads it).
 final package class P256Key: @unchecked Sendable {
     /// The `EVP_PKEY`, owned.
     package let pkey: OpaquePointer

@@ -1,6 +1,5 @@
 import AASACore
 import AASAHTTP
-import Synchronization
 import AASATransport
 #if canImport(Glibc)
 import Glibc
@@ -41,18 +40,18 @@ public struct SiteCheck: Sendable {
     /// any thread is free, so one slow host holds up only its own thread. The reports come
     /// back in the hosts' order.
     public func run(_ hosts: [String]) -> [HostReport] {
-        let slots = UnsafeMutableBufferPointer<HostReport?>.allocate(capacity: hosts.count)
-        slots.initialize(repeating: nil)
-        defer { slots.deinitialize(); slots.deallocate() }
-        let shared = SlotWriter(slots)
+        let reports = Locked<[HostReport?]>(Array(repeating: nil, count: hosts.count))
         let queue = HostQueue(count: hosts.count)
         let threads = (0..<min(SiteCheck.concurrentHosts, hosts.count)).map { _ in
             startThread { [self] in
-                while let i = queue.next() { shared.write(i, check(hosts[i])) }
+                while let i = queue.next() {
+                    let report = check(hosts[i])
+                    reports.withLock { $0[i] = report }
+                }
             }
         }
         for t in threads { pthread_join(t, nil) }
-        return slots.map { $0! }
+        return reports.withLock { $0.map { $0! } }
     }
 
     /// The eight checks for one host.
@@ -350,17 +349,10 @@ public struct SiteCheck: Sendable {
     }
 }
 
-/// Each host's thread writes its own slot; the slots are read after every thread is joined.
-private struct SlotWriter: @unchecked Sendable {
-    let slots: UnsafeMutableBufferPointer<HostReport?>
-    init(_ slots: UnsafeMutableBufferPointer<HostReport?>) { self.slots = slots }
-    func write(_ i: Int, _ report: HostReport) { slots[i] = report }
-}
-
 /// The index of the next host to check, handed to whichever pool thread asks first.
 private final class HostQueue: Sendable {
     private let count: Int
-    private let taken = Mutex(0)
+    private let taken = Locked(0)
 
     init(count: Int) { self.count = count }
 

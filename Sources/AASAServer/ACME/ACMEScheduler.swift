@@ -12,7 +12,7 @@ import Glibc
 /// back off exponentially. It only reads the published snapshot and writes files into
 /// `--certs`: the reload that follows makes new handshakes use the new certificate. The loops
 /// and the control thread never wait for it.
-final class ACMEScheduler: @unchecked Sendable {
+final class ACMEScheduler {
     private let configuration: ACMEConfiguration
     private let storage: ACMEStorage
     private let state: ServerState
@@ -46,10 +46,13 @@ final class ACMEScheduler: @unchecked Sendable {
         bucket = OrderBucket(capacity: configuration.orderRate, now: monotonicMilliseconds())
     }
 
-    /// Never joined: at shutdown it notices the drain within a second, and the process may
-    /// exit before an order in flight ends (the next start picks it up again).
-    func start() {
-        pthread_detach(startThread { [self] in run() })
+    /// Starts the ACME thread, which makes its scheduler and alone touches it. Never joined: at
+    /// shutdown it notices the drain within a second, and the process may exit before an order
+    /// in flight ends (the next start picks it up again).
+    static func start(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
+        pthread_detach(startThread {
+            ACMEScheduler(configuration: configuration, certsDirectory: certsDirectory, state: state, status: status, log: log).run()
+        })
     }
 
     private func run() {

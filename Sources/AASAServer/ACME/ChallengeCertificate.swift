@@ -9,6 +9,7 @@ import Glibc
 /// own: the host as its only subjectAltName, and the critical id-pe-acmeIdentifier extension
 /// holding the SHA-256 of the key authorization. The context selects ALPN `acme-tls/1` and
 /// nothing else, so no application data is ever served with this certificate.
+/// `@unchecked Sendable`: it wraps an `SSL_CTX`, immutable once made and safe to share (OpenSSL).
 final class ChallengeCertificate: @unchecked Sendable {
     /// Owned.
     let context: OpaquePointer

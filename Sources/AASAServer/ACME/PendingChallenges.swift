@@ -102,7 +102,7 @@ final class PendingChallenges: TLSChallenges {
 
 /// An `SSL_CTX` shared between threads (OpenSSL's contexts are thread-safe to share). Not an
 /// owner: whoever holds it frees the context (``PendingChallenges`` its bootstrap context).
-public struct UnsafeSendableContext: @unchecked Sendable {
+struct UnsafeSendableContext: @unchecked Sendable {
     let context: OpaquePointer
     init(_ context: OpaquePointer) { self.context = context }
 }

@@ -119,10 +119,7 @@ enum AdminResponder {
         let summary = snapshot.summary
         w.key("summary")
         w.beginObject()
-        w.key("sites"); w.value(summary.sites)
-        w.key("serving"); w.value(summary.serving)
-        w.key("rejected"); w.value(summary.rejected)
-        w.key("stale"); w.value(summary.stale)
+        summary.writeCounts(to: &w)
         w.key("certificates"); w.value(snapshot.certificates.certificates.count)
         w.key("uncovered"); w.value(summary.uncovered)
         if let watch {
@@ -134,9 +131,7 @@ enum AdminResponder {
         w.beginArray()
         for site in page.sites {
             w.beginObject()
-            w.key("host"); w.value(site.name.description)
-            w.key("state"); w.value(site.state.rawValue)
-            w.key("version"); w.value(site.served?.version)
+            site.writeIdentity(to: &w)
             w.key("error")
             writeError(refusal: site.refusal, error: site.error, to: &w)
             w.key("warnings"); w.value(site.aasa?.newest.warningCount ?? 0)
@@ -145,9 +140,7 @@ enum AdminResponder {
             w.beginArray()
             for file in site.files {
                 w.beginObject()
-                w.key("name"); w.value(file.kind.fileName)
-                w.key("state"); w.value(file.state.rawValue)
-                w.key("version"); w.value(file.served?.version)
+                file.writeIdentity(to: &w)
                 w.key("error")
                 writeError(refusal: file.refusal, error: file.error, to: &w)
                 w.endObject()

@@ -306,7 +306,7 @@ struct FirstResults {
 
 /// Starts a detached thread running `body`; the error when the system has no thread to give
 /// (EAGAIN), which a check survives.
-private func startDetachedThread(_ body: @escaping () -> Void) -> SystemError? {
+private func startDetachedThread(_ body: sending @escaping () -> Void) -> SystemError? {
     switch tryStartThread(body) {
     case .success(let thread):
         pthread_detach(thread)

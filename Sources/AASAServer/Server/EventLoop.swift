@@ -16,7 +16,7 @@ struct Listener: Sendable {
 /// One epoll loop on its own thread: readiness, accept, deadlines and draining. It knows no
 /// TLS and no HTTP: it hands readiness to a ``Connection`` and applies what it answers (the
 /// events to wait for, a deadline, or the close).
-final class EventLoop: @unchecked Sendable {
+final class EventLoop {
     private enum Tag: UInt64 {
         case connection = 0
         case listener = 1
@@ -74,8 +74,9 @@ final class EventLoop: @unchecked Sendable {
         close(wake.fd)
     }
 
-    /// Wakes the loop from another thread (shutdown).
-    func signal() { wake.signal() }
+    /// What wakes the loop from another thread (the drain): the only part of a loop another
+    /// thread touches once the loop runs on its own.
+    var waker: EventFD { wake }
 
     // MARK: - The loop
 

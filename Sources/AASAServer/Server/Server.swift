@@ -122,21 +122,27 @@ public final class Server {
             return 1
         }
 
-        var loops: [EventLoop] = []
-        do {
-            for i in 0..<max(1, configuration.workers) {
-                let own = listeners.filter { $0.kind != .admin || i == 0 }
-                loops.append(try EventLoop(id: i, state: state, listeners: own, transport: configuration.transport, http1: configuration.http1,
-                                           http2: configuration.http2Enabled ? configuration.http2 : nil,
-                                           log: log, accessLogFormat: configuration.logFormat))
-            }
-        } catch {
-            log.error("cannot start event loops: \(error)")
-            for l in listeners { close(l.fd) }
-            return 1
-        }
+        // Each loop is handed to its thread as it is made, and from then on touched by that
+        // thread only; this thread keeps its wake-up descriptor, to signal the drain.
+        var wakers: [EventFD] = []
         var threads: [pthread_t] = []
-        for loop in loops {
+        for i in 0..<max(1, configuration.workers) {
+            let own = listeners.filter { $0.kind != .admin || i == 0 }
+            let loop: EventLoop
+            do {
+                loop = try EventLoop(id: i, state: state, listeners: own, transport: configuration.transport, http1: configuration.http1,
+                                     http2: configuration.http2Enabled ? configuration.http2 : nil,
+                                     log: log, accessLogFormat: configuration.logFormat)
+            } catch {
+                log.error("cannot start event loops: \(error)")
+                // The loops already running drain (nothing is ready yet) and end.
+                state.draining.store(true, ordering: .releasing)
+                for waker in wakers { waker.signal() }
+                for t in threads { pthread_join(t, nil) }
+                for l in listeners { close(l.fd) }
+                return 1
+            }
+            wakers.append(loop.waker)
             threads.append(startThread { loop.run() })
         }
         // Off the loops and the control thread: a slow CDN delays nothing but its own checks.
@@ -146,10 +152,10 @@ public final class Server {
             LogStream.standardError.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
                                                        https: listeners.filter { $0.kind == .https }.map(\.address)))
         }
-        log.info("ready: \(loops.count) workers, max \(configuration.maxConnections) connections")
+        log.info("ready: \(threads.count) workers, max \(configuration.maxConnections) connections")
         // Orders start once the listeners answer, since the CA validates through them.
         if let acme = configuration.acme, let certs = configuration.certsDirectory, let status = state.acme {
-            ACMEScheduler(configuration: acme, certsDirectory: certs, state: state, status: status, log: log).start()
+            ACMEScheduler.start(configuration: acme, certsDirectory: certs, state: state, status: status, log: log)
         }
 
         control.run()
@@ -159,12 +165,12 @@ public final class Server {
         // that a reader that keeps up gets the last lines even with --shutdown-grace 0).
         let graceEnd = monotonicMilliseconds() + Int64(configuration.shutdownGraceSeconds) * 1000
         log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
-        for loop in loops { loop.signal() }
+        for waker in wakers { waker.signal() }
         // Close the client listeners as soon as no loop watches them: a balancer's next
         // connection is refused at once and goes to another replica, instead of waiting in
         // the backlog of a process that will not accept it.
         let released = monotonicMilliseconds()
-        while state.loopsReleasedListeners.load(ordering: .acquiring) < loops.count, monotonicMilliseconds() - released < 2000 {
+        while state.loopsReleasedListeners.load(ordering: .acquiring) < threads.count, monotonicMilliseconds() - released < 2000 {
             usleep(1000)
         }
         for l in listeners where l.kind != .admin { close(l.fd) }

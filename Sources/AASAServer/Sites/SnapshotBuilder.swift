@@ -221,34 +221,14 @@ struct SnapshotBuilder: Sendable {
     /// `body` of every index below `count`, in order; run on every core when there are many.
     static func map<T>(_ count: Int, _ body: @Sendable (Int) -> T?) -> [T?] {
         guard count >= parallelThreshold else { return (0..<count).map(body) }
-        let slots = Slots<T>(count)
         let chunks = min(count, max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) * 8)
+        // Each chunk's results are made on its thread and handed over under the lock once.
+        let results = Locked<[[T?]]>(Array(repeating: [], count: chunks))
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            var i = chunk * count / chunks
-            let end = (chunk + 1) * count / chunks
-            while i < end {
-                slots.set(i, body(i))
-                i += 1
-            }
+            let part = (chunk * count / chunks..<(chunk + 1) * count / chunks).map(body)
+            results.withLock { $0[chunk] = part }
         }
-        return slots.values
-    }
-
-    /// Results written by the threads of ``map(_:_:)``, each to its own slot. A buffer, not an
-    /// array: an array's mutating access touches its header from every thread (a data race
-    /// ThreadSanitizer reported), where distinct slots of one buffer never overlap.
-    private final class Slots<T>: @unchecked Sendable {
-        private let storage: UnsafeMutableBufferPointer<T?>
-        init(_ count: Int) {
-            storage = .allocate(capacity: count)
-            storage.initialize(repeating: nil)
-        }
-        deinit {
-            storage.deinitialize()
-            storage.deallocate()
-        }
-        func set(_ i: Int, _ value: T?) { storage[i] = value }
-        var values: [T?] { Array(storage) }
+        return results.withLock { $0.flatMap { $0 } }
     }
 
     // MARK: - Sites

@@ -6,8 +6,8 @@ import AASAHTTP
 /// and header fields for HTTP/2. The `Date` and, for HTTP/1.1, the connection header and the
 /// blank line are added by the session that writes it.
 ///
-/// `@unchecked Sendable`: nothing changes after `init`, the HTTP/2 field bytes included (they
-/// are in memory of its own so that their address is fixed: nghttp2 points at them).
+/// `@unchecked Sendable`: it wraps `nghttp2_nv` fields pointing into memory of its own (fixed
+/// addresses, as nghttp2 needs), and nothing changes after `init`.
 public final class ResponseHead: @unchecked Sendable {
     public let status: HTTPStatus
     /// `HTTP/1.1 200 OK\r\n…Date: ` — everything before the date's value.

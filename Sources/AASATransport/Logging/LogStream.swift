@@ -13,6 +13,8 @@ import Glibc
 /// thread alone blocks in write(2). When the buffer is full, whole batches are dropped and
 /// their lines counted (`aasa_log_lines_dropped_total`), with one line on stderr when dropping
 /// starts and one when it stops.
+/// `@unchecked Sendable`: it wraps a `pthread_mutex_t` and two `pthread_cond_t`s, and its
+/// buffer is only reached under that mutex.
 final package class LogStream: @unchecked Sendable {
     static package let standardOutput = LogStream(fd: 1, name: "stdout", capacity: 4 << 20)
     static package let standardError = LogStream(fd: 2, name: "stderr", capacity: 1 << 20)

@@ -9,6 +9,7 @@ import Glibc
 /// it guards as a data race (a loop counting a request against `/metrics` reading the counts).
 /// TSan intercepts `pthread_mutex_lock`, and uncontended it costs the same: one atomic each
 /// way. The mutex lives on the heap because pthread objects must not move.
+/// `@unchecked Sendable`: it wraps a `pthread_mutex_t`, and `Value` is only reached under it.
 final package class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value

@@ -4,7 +4,7 @@ import Glibc
 
 /// Starts a thread running `body`: the event loops, the control and ACME threads, the pool of
 /// `aasa check`. A plain pthread, not Foundation's `Thread`, so the server needs no run loop.
-package func startThread(_ body: @escaping () -> Void) -> pthread_t {
+package func startThread(_ body: sending @escaping () -> Void) -> pthread_t {
     switch tryStartThread(body) {
     case .success(let thread): return thread
     case .failure(let error): preconditionFailure("\(error)")
@@ -13,7 +13,7 @@ package func startThread(_ body: @escaping () -> Void) -> pthread_t {
 
 /// Starts a thread running `body`, or says why the system gave none (EAGAIN): for threads a
 /// caller can do without (a CDN check), where ``startThread(_:)`` treats it as a bug.
-package func tryStartThread(_ body: @escaping () -> Void) -> Result<pthread_t, SystemError> {
+package func tryStartThread(_ body: sending @escaping () -> Void) -> Result<pthread_t, SystemError> {
     final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }

@@ -8,7 +8,7 @@ import Glibc
 /// Coverage and selection go through two name indexes (exact names, and wildcards by the name
 /// under `*.`), as h2o resolves SNI: a lookup costs one or two dictionary probes whatever the
 /// number of certificates, so no step compares every site with every certificate.
-public final class CertificateStore: @unchecked Sendable {
+public final class CertificateStore: Sendable {
     /// In byte order of name.
     public let certificates: [TLSCertificate]
     public let defaultCertificate: TLSCertificate?

@@ -8,6 +8,7 @@ import Glibc
 /// session tickets, ALPN as the server's ``TLSServerSettings`` say) is made on first use and kept
 /// in the settings' bounded cache (``TLSContextCache``): a context is tens of KB, and at 100 000 certificates most are not in
 /// use at any one time. Immutable but for that cache slot.
+/// `@unchecked Sendable`: it wraps an `SSL_CTX`, whose one mutable slot is behind a ``Locked``.
 public final class TLSCertificate: @unchecked Sendable {
     /// The file or folder name without extension (docs/serving.md, "Certificates").
     public let name: String
@@ -225,6 +226,7 @@ private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePoi
 /// key shared by many certificates (`certbot --reuse-key`, one key per fleet) is decoded once.
 /// Decoding a PEM key through OpenSSL 3's decoders costs more than the rest of a certificate
 /// (its provider lookups take global locks).
+/// `@unchecked Sendable`: it wraps `EVP_PKEY`s, each table of them behind a ``Locked``.
 final package class KeyReader: @unchecked Sendable {
     package struct Key {
         /// Owned by the reader; freed with it.

@@ -3,6 +3,7 @@ import COpenSSL
 /// How a client end of ``TLSStream`` is configured: TLS 1.2 or 1.3, the peer's chain verified
 /// against the system trust store or one CA file, the host name checked, and the ALPN
 /// protocols offered. One context serves many connections.
+/// `@unchecked Sendable`: it wraps an `SSL_CTX`, configured in `init` and only read after.
 public final class TLSClientContext: @unchecked Sendable {
     package let context: OpaquePointer
 
