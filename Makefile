@@ -207,7 +207,8 @@ FUZZ_MODULE_MAPS  := -Xcc -fmodule-map-file=$(CURDIR)/$(LAYER_FUZZ_TMP)/CLinux.m
                      -Xcc -fmodule-map-file=$(CURDIR)/Sources/COpenSSL/module.modulemap \
                      -Xcc -fmodule-map-file=$(CURDIR)/Sources/CNghttp2/module.modulemap
 FUZZ_BASE_LIBS    := $(LAYER_FUZZ_TMP)/libAASACore.a $(LAYER_FUZZ_TMP)/libAASAHTTP.a
-FUZZ_CLIENT_LIBS  := $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/libAASATransport.a $(LAYER_FUZZ_TMP)/clinux.o
+# Static libraries in link order: a library before those it uses.
+FUZZ_CLIENT_LIBS  := $(LAYER_FUZZ_TMP)/libAASATransport.a $(LAYER_FUZZ_TMP)/clinux.o $(FUZZ_BASE_LIBS)
 
 # A target's sources as an instrumented static library and module: $(1) its name, $(2) its
 # sources, $(3) the module maps of the C libraries it imports.
