@@ -94,6 +94,7 @@ package struct Response {
     /// The file the request asked for, the metrics' `file` label.
     package var file: RequestedFile = .other
 
+    @inlinable
     package init(head: ResponseHead, body: [UInt8], sendsBody: Bool, siteLabel: String, file: RequestedFile = .other) {
         self.head = head
         self.body = body
@@ -102,9 +103,9 @@ package struct Response {
         self.file = file
     }
 
-    package var status: Int { head.status.rawValue }
+    @inlinable package var status: Int { head.status.rawValue }
     /// Body bytes sent, for the access log.
-    package var bodyBytes: Int { sendsBody ? body.count : 0 }
+    @inlinable package var bodyBytes: Int { sendsBody ? body.count : 0 }
 
     /// A message made for this request (`text/plain` unless told otherwise).
     static package func message(_ status: HTTPStatus, _ text: String, request: HTTPRequest?, site: String,

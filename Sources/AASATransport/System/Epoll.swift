@@ -5,9 +5,10 @@ import Glibc
 
 /// epoll(7), the readiness source of every event loop.
 package enum Epoll {
-    static package let readable = UInt32(EPOLLIN.rawValue)
-    static package let writable = UInt32(EPOLLOUT.rawValue)
-    static package let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue)
+    // Computed and inlinable, so the loops in the server's target fold them to constants.
+    @inlinable static package var readable: UInt32 { UInt32(EPOLLIN.rawValue) }
+    @inlinable static package var writable: UInt32 { UInt32(EPOLLOUT.rawValue) }
+    @inlinable static package var hangup: UInt32 { UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue) }
     /// Only one of the loops sharing a listener is woken per connection (Linux 4.5).
     static package let exclusive = UInt32(1) << 28
 
@@ -66,12 +67,14 @@ package struct EventFD {
 }
 
 /// Monotonic time in milliseconds, for deadlines.
+@inlinable
 package func monotonicMilliseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
 
+@inlinable
 package func monotonicMicroseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -79,12 +82,14 @@ package func monotonicMicroseconds() -> Int64 {
 }
 
 /// Wall-clock seconds since 1970, for Date headers and logs.
+@inlinable
 package func wallClockSeconds() -> Int {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)
     return Int(ts.tv_sec)
 }
 
+@inlinable
 package func wallClockMilliseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)

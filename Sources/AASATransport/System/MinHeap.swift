@@ -1,22 +1,27 @@
 /// What a ``MinHeap`` orders by: a time, earliest first.
-package protocol HeapOrdered {
+public protocol HeapOrdered {
     var heapKey: Int64 { get }
 }
 
 /// A binary min-heap: the loops' deadlines (``TimerHeap``) and the CDN watch's schedule
 /// (``DueHeap``). Entries are never removed from the middle: an entry that no longer holds is
 /// left in and skipped when it surfaces, so moving a deadline costs a push at most.
-package struct MinHeap<Element: HeapOrdered> {
-    private var entries: [Element] = []
+public struct MinHeap<Element: HeapOrdered> {
+    @usableFromInline var entries: [Element] = []
 
-    package init() {}
+    @inlinable
+    public init() {}
 
-    package var isEmpty: Bool { entries.isEmpty }
-    package var count: Int { entries.count }
+    @inlinable
+    public var isEmpty: Bool { entries.isEmpty }
+    @inlinable
+    public var count: Int { entries.count }
     /// The earliest entry.
-    package var first: Element? { entries.first }
+    @inlinable
+    public var first: Element? { entries.first }
 
-    mutating package func push(_ element: Element) {
+    @inlinable
+    mutating public func push(_ element: Element) {
         entries.append(element)
         var i = entries.count - 1
         while i > 0 {
@@ -28,8 +33,9 @@ package struct MinHeap<Element: HeapOrdered> {
     }
 
     /// Removes and returns the earliest entry.
+    @inlinable
     @discardableResult
-    mutating package func popFirst() -> Element? {
+    mutating public func popFirst() -> Element? {
         guard let first = entries.first else { return nil }
         let last = entries.removeLast()
         guard !entries.isEmpty else { return first }
