@@ -537,7 +537,7 @@ struct RememberedField: Sendable {
 
     func value(for bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard let text, self.bytes.count == bytes.count else { return nil }
-        return self.bytes.withUnsafeBufferPointer { $0.elementsEqual(bytes) } ? text : nil
+        return self.bytes.withUnsafeBufferPointer { ByteScan.equal($0, bytes) } ? text : nil
     }
 
     mutating func remember(_ bytes: UnsafeBufferPointer<UInt8>, as text: String) {

@@ -53,4 +53,19 @@ import Testing
             }
         }
     }
+
+    @Test func equalAgreesWithElementsEqualAtEveryLengthAndDifferingPosition() {
+        let plain = (0..<20).map { _ in UInt8(ascii: "a") }
+        for length in 0...20 {
+            let a = Array(plain[0..<length])
+            a.withUnsafeBufferPointer { x in
+                #expect(ByteScan.equal(x, x))
+                for other in ByteScanTests.spans(length: length) + [Array(plain[0..<max(0, length - 1)]), a + [0x61]] {
+                    other.withUnsafeBufferPointer { y in
+                        #expect(ByteScan.equal(x, y) == a.elementsEqual(other), "\(a) vs \(other)")
+                    }
+                }
+            }
+        }
+    }
 }
