@@ -21,6 +21,18 @@ final package class AccessLog {
     /// The time up to the seconds, made once a second: `2026-11-21T17:30:00.`
     private var secondPrefix: [UInt8] = []
     private var prefixSecond: Int64 = -1
+    /// The last agent logged and what a scan of it found: a keep-alive client sends the same
+    /// agent with every request (the parser hands over the same String), so it is scanned once
+    /// for who fetched and for what needs escaping, not once a line.
+    private var lastAgent = ""
+    private var lastAgentVerdict = AgentVerdict(fetcher: nil, textPlain: true, jsonPlain: true)
+
+    private struct AgentVerdict {
+        var fetcher: StaticString?
+        /// Nothing to escape in the text format, and in JSON.
+        var textPlain: Bool
+        var jsonPlain: Bool
+    }
 
     private static let initialCapacity = 16 * 1024
     /// Kept across turns up to this size; a burst of long lines does not pin more.
@@ -88,7 +100,15 @@ final package class AccessLog {
 
     private func write(timeMilliseconds: Int64, client: String, host: String, method: String, target: String, status: Int,
                        bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) -> StaticString? {
-        client.withBytes { client in
+        if userAgent != lastAgent {
+            lastAgent = userAgent
+            lastAgentVerdict = userAgent.withBytes { bytes in
+                AgentVerdict(fetcher: AccessLog.fetcher(userAgent: bytes), textPlain: !ByteScan.needsTextEscape(bytes),
+                             jsonPlain: !ByteScan.needsJSONEscape(bytes))
+            }
+        }
+        let agent = lastAgentVerdict
+        return client.withBytes { client in
         host.withBytes { host in
         method.withBytes { method in
         target.withBytes { target in
@@ -97,7 +117,7 @@ final package class AccessLog {
             // the keys, the time, the numbers and the rest.
             reserve(256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
             var w = LineWriter(at: storage + count)
-            let fetcher = AccessLog.fetcher(userAgent: userAgent)
+            let fetcher = agent.fetcher
             let ms = Int(timeMilliseconds % 1000)
             switch format {
             case .text:
@@ -122,7 +142,7 @@ final package class AccessLog {
                 w.byte(UInt8(ascii: "."))
                 w.threeDigits(Int(durationMicroseconds % 1000))
                 w.ascii("ms \"")
-                w.textEscaped(userAgent)
+                if agent.textPlain { w.bytes(userAgent) } else { w.textEscaped(userAgent) }
                 w.byte(UInt8(ascii: "\""))
                 if let fetcher {
                     w.ascii(" fetcher=")
@@ -150,7 +170,7 @@ final package class AccessLog {
                 w.byte(UInt8(ascii: "."))
                 w.threeDigits(Int(durationMicroseconds % 1000))
                 w.ascii(",\"user_agent\":\"")
-                w.jsonEscaped(userAgent)
+                if agent.jsonPlain { w.bytes(userAgent) } else { w.jsonEscaped(userAgent) }
                 w.ascii("\",\"protocol\":\"")
                 w.ascii(version.logText)
                 w.ascii("\",\"fetcher\":")
