@@ -64,6 +64,9 @@ static inline int aasa_gen_dns(void) { return GEN_DNS; }
 // Key and certificate making (development CA).
 static inline EVP_PKEY *aasa_EVP_EC_gen_p256(void) { return EVP_EC_gen("P-256"); }
 static inline long aasa_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+static inline long aasa_BIO_flush(BIO *b) { return BIO_flush(b); }
+static inline long aasa_BIO_set_write_buffer_size(BIO *b, long size) { return BIO_set_write_buffer_size(b, size); }
+static inline int aasa_BIO_should_retry(BIO *b) { return BIO_should_retry(b); }
 static inline void aasa_X509V3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
 static inline int aasa_mbstring_asc(void) { return MBSTRING_ASC; }
 

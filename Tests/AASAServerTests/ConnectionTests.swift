@@ -49,6 +49,8 @@ struct FakeIO: ConnectionIO {
     }
 
     var hasBufferedInput: Bool { false }
+    var hasPendingOutput: Bool { false }
+    mutating func flushPendingOutput() -> TLSStream.Progress { .done(0) }
 
     mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         wire.tlsStarted = true

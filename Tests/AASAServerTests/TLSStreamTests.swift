@@ -52,6 +52,43 @@ import Glibc
         #expect(buffer.withUnsafeMutableBytes { server.read(into: $0.baseAddress!, count: $0.count) } == .wantRead)
     }
 
+    /// A write larger than one record goes through the write buffer: what the socket does not
+    /// take stays pending (and no new bytes are taken) until flushed, every byte arrives once
+    /// and in order, and the buffer is gone once it is all out.
+    @Test func aLargeWriteIsBufferedUntilTheSocketTakesItAndArrivesWhole() throws {
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let (a, b) = Self.pair()
+        defer { close(a); close(b) }
+        var small: Int32 = 16 * 1024
+        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+        let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "www.example.com")
+        #expect(Self.handshake(server, client) == (.done(0), .done(0)))
+
+        let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        var sent = 0
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var sawPending = false
+        for _ in 0..<10_000 where received.count < body.count {
+            if sent < body.count {
+                let r = body.withUnsafeBytes { server.write($0.baseAddress! + sent, count: body.count - sent) }
+                if case .done(let n) = r { sent += n } else { #expect(r == .wantWrite) }
+                if server.hasPendingOutput { sawPending = true }
+            } else if server.hasPendingOutput {
+                let r = server.flushPendingOutput()
+                #expect(r == .done(0) || r == .wantWrite)
+            }
+            while case .done(let n) = buffer.withUnsafeMutableBytes({ client.read(into: $0.baseAddress!, count: $0.count) }) {
+                received += buffer[0..<n]
+            }
+        }
+        #expect(sawPending, "the socket's small buffer left ciphertext pending")
+        #expect(received.count == body.count)
+        #expect(received == body)
+        #expect(!server.hasPendingOutput)
+    }
+
     @Test func aClientThatVerifiesRefusesTheWrongName() throws {
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()

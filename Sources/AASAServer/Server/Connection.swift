@@ -177,7 +177,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
             return readNeedsWritable ? Epoll.writable : Epoll.readable
         case .open:
             var want: UInt32 = 0
-            if !output.isEmpty || readNeedsWritable { want |= Epoll.writable }
+            if !allSent || readNeedsWritable { want |= Epoll.writable }
             if acceptsInput || writeNeedsReadable { want |= Epoll.readable }
             return want
         }
@@ -189,14 +189,14 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         case .proxyHeader, .awaitingClientHello, .handshake, .awaitingPreface, .lingering:
             return stageDeadline
         case .open:
-            if !output.isEmpty { return lastWrite + loop.transport.writeStallTimeout }
+            if !allSent { return lastWrite + loop.transport.writeStallTimeout }
             return session?.deadline
         }
     }
 
     /// A deadline passed. Returns false when the connection is to be closed.
     private func deadlineReached() -> Bool {
-        guard stage == .open, let session, output.isEmpty else { return false }
+        guard stage == .open, let session, allSent else { return false }
         session.deadlineReached(output: &output)
         if session.isClosing, output.isEmpty { return false }
         return flush()
@@ -206,7 +206,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     private func drain() -> Bool {
         guard stage == .open, let session else { return true }
         session.drain(output: &output)
-        if session.isClosing, output.isEmpty { return false }
+        if session.isClosing, allSent { return false }
         return flush()
     }
 
@@ -358,6 +358,9 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
 
     // MARK: - Reading and writing
 
+    /// Nothing left to send: not in the output, not inside TLS.
+    private var allSent: Bool { output.isEmpty && !io.hasPendingOutput }
+
     /// Whether to read now: the session wants input and the output is not backed up.
     private var acceptsInput: Bool {
         guard let session else { return false }
@@ -384,7 +387,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
             case .closed:
                 session.peerClosed(output: &output)
                 // Nothing left to send: close now, there is nothing to linger for.
-                return output.isEmpty ? false : flush()
+                return allSent ? false : flush()
             case .failed:
                 return false
             }
@@ -410,6 +413,11 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
                     output.bodySent += n
                     lastWrite = loop.clock.now
                 }
+            }
+            if io.hasPendingOutput {
+                let r = io.flushPendingOutput()
+                guard case .done = r else { return waitForWrite(r) }
+                lastWrite = loop.clock.now
             }
             output.reset()
             guard let session else { return false }

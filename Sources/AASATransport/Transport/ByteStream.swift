@@ -34,6 +34,18 @@ package enum ByteStream {
         }
     }
 
+    /// Ciphertext written to the stream and not yet to the socket (TLS only).
+    package var hasPendingOutput: Bool {
+        if case .tls(let stream) = self { return stream.hasPendingOutput }
+        return false
+    }
+
+    /// Sends what ``hasPendingOutput`` says is waiting.
+    package func flushPendingOutput() -> TLSStream.Progress {
+        if case .tls(let stream) = self { return stream.flushPendingOutput() }
+        return .done(0)
+    }
+
     /// Bytes already read from the socket and waiting inside the stream (TLS only).
     package var hasBufferedInput: Bool {
         if case .tls(let stream) = self { return stream.hasBufferedInput }

@@ -44,6 +44,11 @@ package protocol ConnectionIO {
     mutating func write(_ bytes: UnsafeRawPointer, count: Int) -> TLSStream.Progress
     /// Bytes already read from the socket and waiting inside TLS.
     var hasBufferedInput: Bool { get }
+    /// Bytes ``write(_:count:)`` took that TLS has not yet handed to the socket (the records
+    /// of a large body, sent together).
+    var hasPendingOutput: Bool { get }
+    /// Sends them: `.done` once all are out, `.wantWrite` while the socket is full.
+    mutating func flushPendingOutput() -> TLSStream.Progress
     /// Starts the server's end of TLS with `context`; the ServerName callback picks from
     /// `certificates`, the contexts it moves to are made with `settings`. False when TLS could
     /// not be set up.
@@ -103,6 +108,10 @@ package struct SocketIO: ConnectionIO {
     }
 
     package var hasBufferedInput: Bool { stream.hasBufferedInput }
+
+    package var hasPendingOutput: Bool { stream.hasPendingOutput }
+
+    mutating package func flushPendingOutput() -> TLSStream.Progress { stream.flushPendingOutput() }
 
     mutating package func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         guard let tls = try? TLSStream(serverContext: context, fd: fd) else { return false }

@@ -27,6 +27,19 @@ final package class TLSStream {
 
     package let ssl: OpaquePointer
     let isClient: Bool
+    /// While a write of more than one record is under way on the server's end: a buffering BIO
+    /// over the socket, so the records of a large body leave in one write(2) instead of one
+    /// each (OpenSSL writes every 16 KB record with its own call). Made for such a write and
+    /// freed once its bytes are out, so an idle connection holds no output buffer.
+    private var writeBuffer: OpaquePointer?
+    /// Below glibc's default mmap threshold (128 KiB): a buffer per large response must not
+    /// cost an mmap and an munmap.
+    static let writeBufferSize = 112 * 1024
+    /// One record's worth: a write this large or smaller goes straight to the socket.
+    static let recordSize = 16 * 1024
+    /// Plaintext encrypted into the buffer per write: six records, whose ciphertext (each
+    /// record adds at most a few hundred bytes) fits the buffer.
+    static let batchBytes = 6 * recordSize
 
     /// The server's end: the handshake starts with `context` (the default certificate's) and
     /// the ServerName callback may switch it.
@@ -83,12 +96,76 @@ final package class TLSStream {
     }
 
     /// Writes up to `count` bytes (partial writes allowed: SSL_MODE_ENABLE_PARTIAL_WRITE).
-    /// After `.wantWrite`/`.wantRead` the same bytes must be offered again.
+    /// After `.wantWrite`/`.wantRead` the same bytes must be offered again. On the server's
+    /// end, the records of a write larger than one record may be left in the write buffer
+    /// (``hasPendingOutput``): ``flushPendingOutput()`` sends them.
     package func write(_ bytes: UnsafeRawPointer, count: Int) -> Progress {
+        if writeBuffer != nil {
+            // What the last write left goes first; nothing new is taken until it is out.
+            let flushed = flushPendingOutput()
+            guard case .done = flushed else { return flushed }
+        }
+        if count > TLSStream.recordSize, !isClient { startBuffering() }
         TLSError.clearQueue()
         var n = 0
-        if SSL_write_ex(ssl, bytes, count, &n) == 1 { return .done(n) }
-        return progress(after: 0)
+        guard SSL_write_ex(ssl, bytes, count, &n) == 1 else { return progress(after: 0) }
+        guard writeBuffer != nil else { return .done(n) }
+        // With partial writes OpenSSL returns after each record: more records go into the
+        // buffer, up to what it holds without writing through, then all leave in one write.
+        var total = n
+        while total < count, total + TLSStream.recordSize <= TLSStream.batchBytes {
+            TLSError.clearQueue()
+            guard SSL_write_ex(ssl, bytes + total, count - total, &n) == 1 else {
+                // Taken so far is taken; the rest is offered again after the flush.
+                TLSError.clearQueue()
+                break
+            }
+            total += n
+        }
+        if case .failed(let reason) = flushPendingOutput() { return .failed(reason) }
+        return .done(total)
+    }
+
+    /// Ciphertext taken by ``write(_:count:)`` and not yet handed to the socket.
+    package var hasPendingOutput: Bool { writeBuffer != nil }
+
+    /// Hands the write buffer's ciphertext to the socket; `.done(0)` once it is all out (the
+    /// buffer is then freed), `.wantWrite` while the socket takes no more.
+    package func flushPendingOutput() -> Progress {
+        guard let buffer = writeBuffer else { return .done(0) }
+        TLSError.clearQueue()
+        if aasa_BIO_flush(buffer) == 1 {
+            stopBuffering()
+            return .done(0)
+        }
+        if aasa_BIO_should_retry(buffer) != 0 { return .wantWrite }
+        let reason = errno == 0 ? "TLS write failed" : String(cString: strerror(errno))
+        TLSError.clearQueue()
+        return .failed(reason)
+    }
+
+    /// Puts a buffering BIO between SSL and the socket for writes. The socket BIO stays SSL's
+    /// read BIO as well: both hold a reference to it.
+    private func startBuffering() {
+        guard writeBuffer == nil, let socket = SSL_get_wbio(ssl), let buffer = BIO_new(BIO_f_buffer()) else { return }
+        guard aasa_BIO_set_write_buffer_size(buffer, TLSStream.writeBufferSize) == 1 else {
+            BIO_free(buffer)
+            return
+        }
+        BIO_up_ref(socket)
+        BIO_push(buffer, socket)
+        // SSL frees its old write BIO (one reference to the socket BIO) and owns the chain.
+        SSL_set0_wbio(ssl, buffer)
+        writeBuffer = buffer
+    }
+
+    /// Back to writing straight to the socket; SSL frees the buffer and the chain's reference
+    /// to the socket BIO.
+    private func stopBuffering() {
+        guard writeBuffer != nil, let socket = SSL_get_rbio(ssl) else { return }
+        BIO_up_ref(socket)
+        SSL_set0_wbio(ssl, socket)
+        writeBuffer = nil
     }
 
     /// Decrypted bytes already inside OpenSSL: a read would return them without the socket
@@ -97,6 +174,7 @@ final package class TLSStream {
 
     /// Sends close_notify (best effort: a non-blocking socket may not take it).
     package func shutdown() {
+        _ = flushPendingOutput()
         TLSError.clearQueue()
         _ = SSL_shutdown(ssl)
         TLSError.clearQueue()
