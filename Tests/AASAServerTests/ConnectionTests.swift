@@ -114,6 +114,31 @@ private let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nH
         #expect(action == .wait(events: Epoll.readable, until: 1_000 + HTTP1Configuration().idleTimeout))
     }
 
+    /// The output buffer is the loop's: lent while a connection answers, given back once all is
+    /// written, kept (with its bytes) while the socket takes no more.
+    @Test func anIdleConnectionHoldsNoOutputBufferAndABlockedOneKeepsItsBytes() {
+        let rig = ConnectionRig(listener: .http)
+        _ = rig.connection.handle(.start)
+        _ = rig.arrive(request)
+        #expect(rig.wire.writtenText.hasPrefix("HTTP/1.1 404 "))
+        #expect(rig.connection.heldOutputCapacity == 0)
+        #expect(rig.context.spareOutput.capacity > 0)
+
+        rig.wire.writeBlocked = true
+        let before = rig.wire.written.count
+        guard case .wait(let events, _) = rig.arrive(request) else {
+            Issue.record("the connection closed")
+            return
+        }
+        #expect(events & Epoll.writable != 0)
+        #expect(rig.wire.written.count == before)
+        #expect(rig.connection.heldOutputCapacity > 0, "the unsent response stays with the connection")
+        rig.wire.writeBlocked = false
+        _ = rig.connection.handle(.ready(Epoll.writable))
+        #expect(rig.wire.writtenText.components(separatedBy: "HTTP/1.1 404 ").count == 3)
+        #expect(rig.connection.heldOutputCapacity == 0)
+    }
+
     @Test func aProxyHeaderSplitAtEveryByteGivesTheClientAddress() {
         let header = Array("PROXY TCP4 192.0.2.7 203.0.113.9 51000 443\r\n".utf8)
         for split in 1..<header.count {

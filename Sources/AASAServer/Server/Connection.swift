@@ -115,12 +115,18 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
 
     /// Takes an event and answers what to do next.
     func handle(_ event: Event) -> Action {
+        // The output buffer is the loop's while this connection works, and goes back once
+        // everything is written: an idle connection keeps none, and a busy one allocates none.
+        if output.buffer.capacity == 0 { swap(&output.buffer, &loop.spareOutput) }
         let keep: Bool
         switch event {
         case .start: keep = start()
         case .ready(let events): keep = handle(events: events)
         case .deadline: keep = deadlineReached()
         case .drain: keep = drain()
+        }
+        if output.buffer.isEmpty, output.body == nil {
+            if loop.spareOutput.capacity == 0 { swap(&output.buffer, &loop.spareOutput) } else { output.buffer = [] }
         }
         return keep ? .wait(events: wantedEvents, until: deadline) : .close
     }
@@ -357,6 +363,9 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     }
 
     // MARK: - Reading and writing
+
+    /// The capacity of the output buffer the connection holds between events (tests).
+    var heldOutputCapacity: Int { output.buffer.capacity }
 
     /// Nothing left to send: not in the output, not inside TLS.
     private var allSent: Bool { output.isEmpty && !io.hasPendingOutput }

@@ -20,6 +20,9 @@ final class LoopContext {
     private let handlers: HandlerChain
     /// Where every read lands before a session takes the bytes.
     let scratch: UnsafeMutableRawBufferPointer
+    /// The output buffer a connection borrows while it works (``Connection/handle(_:)``): one
+    /// connection runs at a time, so one buffer serves the loop, and idle connections keep none.
+    var spareOutput: [UInt8] = []
     /// Set once the server starts draining: new sessions start drained.
     var draining = false
 
