@@ -530,17 +530,20 @@ struct ByteSet {
     }
 }
 
-/// A field value's bytes and the String made of them, for the next request that sends the same.
-struct RememberedField: Sendable {
+/// A field value's bytes and the String made of them, for the next request that sends the same
+/// (the request parser's Host and User-Agent; an HTTP/2 session's, per connection).
+public struct RememberedField: Sendable {
     private var bytes: [UInt8] = []
     private var text: String?
 
-    func value(for bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    public init() {}
+
+    public func value(for bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard let text, self.bytes.count == bytes.count else { return nil }
         return self.bytes.withUnsafeBufferPointer { ByteScan.equal($0, bytes) } ? text : nil
     }
 
-    mutating func remember(_ bytes: UnsafeBufferPointer<UInt8>, as text: String) {
+    public mutating func remember(_ bytes: UnsafeBufferPointer<UInt8>, as text: String) {
         self.bytes = Array(bytes)
         self.text = text
     }

@@ -91,6 +91,26 @@ private let cancel: UInt32 = 0x8
         #expect(client.bodies[second].map { String(decoding: $0, as: UTF8.self) } == "you asked for /two\n")
     }
 
+    /// The session remembers the last `:authority`, Host and User-Agent it made: streams that
+    /// change them, go back, or switch between `:authority` and Host each get their own.
+    @Test func eachStreamGetsItsOwnHostAndAgentWhenTheyChangeAndComeBack() {
+        let server = ServerUnderTest()
+        let client = H2Client()
+        let sent: [(authority: String?, host: String?, agent: String)] = [
+            ("example.com", nil, "one"), ("example.com", nil, "one"), ("WWW.example.com:443", nil, "two"),
+            ("example.com", nil, "one"), (nil, "Other.example.net", "two"), ("example.com.", nil, "three"),
+            ("example.com:https", nil, "one"),
+        ]
+        for (authority, host, agent) in sent {
+            _ = client.request(authority: authority, extra: (host.map { [("host", $0)] } ?? []) + [("user-agent", agent)])
+        }
+        client.talk(to: server)
+        #expect(server.dispatch.requests.map(\.host) == ["example.com", "example.com", "www.example.com", "example.com",
+                                                          "other.example.net", "example.com"])
+        #expect(server.dispatch.requests.map(\.userAgent) == ["one", "one", "two", "one", "two", "three"])
+        #expect(server.dispatch.refusals.map(\.status) == [.badRequest], "the invalid :authority is refused each time")
+    }
+
     @Test func anInvalidAuthorityGetsTheSame400AsAnInvalidHost() {
         let server = ServerUnderTest()
         let client = H2Client()

@@ -46,8 +46,11 @@ final package class HTTP2Stream {
     package struct HostField {
         package let host: String?
         private let sent: String?
+        /// The bytes it was made from.
+        let bytes: [UInt8]
 
         package init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = Array(bytes)
             host = RequestParser.normalizeHost(bytes)
             if let host, HostField.equals(host, bytes) {
                 sent = nil
@@ -74,8 +77,8 @@ final package class HTTP2Stream {
         path = HTTP2Stream.path(of: bytes, target: target)
     }
 
-    func setAuthority(_ bytes: UnsafeBufferPointer<UInt8>) { authority = HostField(bytes) }
-    func setHostField(_ bytes: UnsafeBufferPointer<UInt8>) { hostField = HostField(bytes) }
+    func setAuthority(_ field: HostField) { authority = field }
+    func setHostField(_ field: HostField) { hostField = field }
 
     /// The part of `target` (whose bytes are `bytes`) before any `?` or `#`, `/` when empty.
     private static func path(of bytes: UnsafeBufferPointer<UInt8>, target: String) -> String {
