@@ -20,6 +20,11 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
         description = message
     }
 
-    /// Empties OpenSSL's thread-local error queue so the next call starts clean.
-    static package func clearQueue() { ERR_clear_error() }
+    /// Empties this thread's OpenSSL error queue, before a call whose outcome `SSL_get_error`
+    /// reads. Looked at first: the queue is almost always empty already, and clearing it
+    /// touches all its slots (ERR_clear_error was ~150 instructions a call, several calls a
+    /// request, callgrind); `SSL_get_error` asks the same `ERR_peek_error`.
+    static package func clearQueue() {
+        if ERR_peek_error() != 0 { ERR_clear_error() }
+    }
 }
