@@ -121,7 +121,9 @@ final package class HTTP1Session: ProtocolSession {
             if headStarted == nil { startHead() }
             let start = inputStart
             let result = input.withUnsafeBytes { parser.parse(UnsafeRawBufferPointer(rebasing: $0[start...])) }
-            switch result {
+            // Consumed: the request is moved out of the result, not copied and then destroyed
+            // with it (seven Strings retained and released: ~500 instructions a request).
+            switch consume result {
             case .needMore:
                 compact()
                 return
