@@ -13,13 +13,11 @@ final class FakeCDN: @unchecked Sendable {
         var userAgent: String
     }
 
-    let port: Int
-    private let fd: Int32
-    private let lock = NSLock()
-    private var answers: [String: [UInt8]] = [:]
-    private var log: [Arrival] = []
-    private var stopped = false
-    private let finished = DispatchSemaphore(value: 0)
+    private let server: ScriptedServer
+    /// What the server's thread answers from and writes to, and the tests read.
+    private let book = Book()
+
+    var port: Int { server.port }
 
     /// A 200 as the CDN sends a good copy: cached 6 hours, with `Age` and `Apple-From`.
     static func copy(_ body: String, age: Int = 120) -> [UInt8] {
@@ -35,20 +33,8 @@ final class FakeCDN: @unchecked Sendable {
     }
 
     init() throws {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var on: Int32 = 1
-        setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0, listen(s, 256) == 0 else { close(s); throw HarnessError(description: "fake CDN: bind/listen: \(errno)") }
-        var local = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &length) } }
-        fd = s
-        port = Int(UInt16(bigEndian: local.sin_port))
-        Thread { [self] in serve() }.start()
+        let book = book
+        server = try ScriptedServer(backlog: 256) { book.reply(to: $0) }
     }
 
     deinit { stop() }
@@ -56,15 +42,15 @@ final class FakeCDN: @unchecked Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
 
     func answer(_ host: String, _ response: [UInt8]) {
-        lock.lock()
-        answers[host] = response
-        lock.unlock()
+        book.lock.lock()
+        book.answers[host] = response
+        book.lock.unlock()
     }
 
     var arrivals: [Arrival] {
-        lock.lock()
-        defer { lock.unlock() }
-        return log
+        book.lock.lock()
+        defer { book.lock.unlock() }
+        return book.log
     }
 
     func arrivals(for host: String) -> [Arrival] { arrivals.filter { $0.path == "/a/v1/\(host)" } }
@@ -89,59 +75,24 @@ final class FakeCDN: @unchecked Sendable {
         return most
     }
 
-    func stop() {
-        lock.lock()
-        let wasStopped = stopped
-        stopped = true
-        lock.unlock()
-        guard !wasStopped else { return }
-        finished.wait()
-        close(fd)
-    }
+    func stop() { server.stop() }
 
-    private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
-    }
+    private final class Book: @unchecked Sendable {
+        let lock = NSLock()
+        var answers: [String: [UInt8]] = [:]
+        var log: [Arrival] = []
 
-    private func serve() {
-        defer { finished.signal() }
-        while !isStopped {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 50) > 0 else { continue }
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { continue }
-            answer(client)
-            close(client)
-        }
-    }
-
-    private func answer(_ client: Int32) {
-        var tv = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var request: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let end = Array("\r\n\r\n".utf8)
-        while request.count < 65536, !(request.count >= 4 && Array(request.suffix(4)) == end) {
-            let n = recv(client, &buffer, buffer.count, 0)
-            if n <= 0 { return }
-            request.append(contentsOf: buffer[0..<n])
-        }
-        let text = String(decoding: request, as: UTF8.self)
-        let lines = text.split(separator: "\r\n")
-        let path = lines.first?.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-        let agent = lines.first { $0.lowercased().hasPrefix("user-agent:") }.map { String($0.dropFirst(11)).trimmingCharacters(in: .whitespaces) } ?? ""
-        let host = path.hasPrefix("/a/v1/") ? String(path.dropFirst(6)) : ""
-        lock.lock()
-        log.append(Arrival(time: Date(), path: path, userAgent: agent))
-        let reply = answers[host] ?? ScriptedServer.response("404 Not Found", ["Apple-Failure-Reason: SWCERR00301 Timeout"], body: "")
-        lock.unlock()
-        var offset = 0
-        while offset < reply.count {
-            let n = reply.withUnsafeBytes { send(client, $0.baseAddress! + offset, reply.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
-            offset += n
+        /// The host's answer, or the CDN's 404 for a host it has no copy of; every arrival logged.
+        func reply(to request: [UInt8]) -> [UInt8] {
+            let text = String(decoding: request, as: UTF8.self)
+            let lines = text.split(separator: "\r\n")
+            let path = lines.first?.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let agent = lines.first { $0.lowercased().hasPrefix("user-agent:") }.map { String($0.dropFirst(11)).trimmingCharacters(in: .whitespaces) } ?? ""
+            let host = path.hasPrefix("/a/v1/") ? String(path.dropFirst(6)) : ""
+            lock.lock()
+            defer { lock.unlock() }
+            log.append(Arrival(time: Date(), path: path, userAgent: agent))
+            return answers[host] ?? ScriptedServer.response("404 Not Found", ["Apple-Failure-Reason: SWCERR00301 Timeout"], body: "")
         }
     }
 }

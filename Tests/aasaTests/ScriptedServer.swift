@@ -10,8 +10,8 @@ import Glibc
 final class ScriptedServer: @unchecked Sendable {
     let port: Int
     private let fd: Int32
-    private let routes: [String: [UInt8]]
-    private let fallback: [UInt8]
+    /// The bytes sent back for a request head (all of it, up to the blank line).
+    private let reply: @Sendable ([UInt8]) -> [UInt8]
     private let silent: Bool
     private let lock = NSLock()
     private var stopped = false
@@ -28,9 +28,19 @@ final class ScriptedServer: @unchecked Sendable {
     /// - Parameters:
     ///   - routes: request path (without query) to the bytes sent back.
     ///   - silent: accept every connection and never read or answer (a hung server).
-    init(routes: [String: [UInt8]] = [:], fallback: [UInt8] = ScriptedServer.response("404 Not Found", body: "no"), silent: Bool = false) throws {
-        self.routes = routes
-        self.fallback = fallback
+    convenience init(routes: [String: [UInt8]] = [:], fallback: [UInt8] = ScriptedServer.response("404 Not Found", body: "no"),
+                     silent: Bool = false) throws {
+        try self.init(silent: silent) { request in
+            let line = String(decoding: request.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+            let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            return routes[String(target.prefix { $0 != "?" })] ?? fallback
+        }
+    }
+
+    /// A server whose every answer `reply` makes from the request head; `backlog` for one that
+    /// many clients reach at once (the CDN watch's checks).
+    init(silent: Bool = false, backlog: Int32 = 64, reply: @escaping @Sendable ([UInt8]) -> [UInt8]) throws {
+        self.reply = reply
         self.silent = silent
         let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var on: Int32 = 1
@@ -39,7 +49,7 @@ final class ScriptedServer: @unchecked Sendable {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0, listen(s, 64) == 0 else { close(s); throw HarnessError(description: "scripted server: bind/listen: \(errno)") }
+        guard bound == 0, listen(s, backlog) == 0 else { close(s); throw HarnessError(description: "scripted server: bind/listen: \(errno)") }
         var local = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &length) } }
@@ -101,13 +111,10 @@ final class ScriptedServer: @unchecked Sendable {
             if n <= 0 { return }
             request.append(contentsOf: buffer[0..<n])
         }
-        let line = String(decoding: request.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
         lock.lock()
         requestLog.append(String(decoding: request, as: UTF8.self))
         lock.unlock()
-        let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-        let path = String(target.prefix { $0 != "?" })
-        let reply = routes[path] ?? fallback
+        let reply = reply(request)
         var offset = 0
         while offset < reply.count {
             let n = reply.withUnsafeBytes { send(client, $0.baseAddress! + offset, reply.count - offset, Int32(MSG_NOSIGNAL)) }
