@@ -19,37 +19,21 @@ private func select(offered: [String], offeringHTTP2: Bool) -> String? {
 /// A real handshake over a socket pair between a certificate's context and the project's TLS
 /// client offering `h2,http/1.1`; returns what ALPN settled on.
 private func handshake(with certificate: TLSCertificate, settings: TLSServerSettings) throws -> String? {
-    var fds: [Int32] = [0, 0]
-    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { return nil }
-    defer { close(fds[0]); close(fds[1]) }
-    for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+    let (a, b) = TLSStreamTests.pair()
+    defer { close(a); close(b) }
     guard let context = certificate.retainedContext(settings) else { return nil }
     defer { SSL_CTX_free(context) }
-    let server = try TLSStream(serverContext: context, fd: fds[0])
-    let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["h2", "http/1.1"]), fd: fds[1], serverName: "example.com")
-    var serverDone = false, clientDone = false
-    for _ in 0..<100 where !(serverDone && clientDone) {
-        if !clientDone, case .done = client.handshake() { clientDone = true }
-        if !serverDone, case .done = server.handshake() { serverDone = true }
-    }
-    #expect(serverDone && clientDone)
+    let server = try TLSStream(serverContext: context, fd: a)
+    let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["h2", "http/1.1"]), fd: b, serverName: "example.com")
+    #expect(TLSStreamTests.handshake(server, client) == (.done(0), .done(0)))
     #expect(client.negotiatedProtocol == server.negotiatedProtocol)
     return server.negotiatedProtocol
 }
 
 struct ALPNTests {
     @Test func aContextMadeWithHTTP2OnNegotiatesH2AndOneMadeWithItOffHTTP1() throws {
-        let directory = "/tmp/aasa-alpn-\(getpid())"
-        defer {
-            for file in ["ca/ca.pem", "ca/ca.key", "aasa-dev.crt", "aasa-dev.key"] { unlink(directory + "/" + file) }
-            rmdir(directory + "/ca")
-            rmdir(directory)
-        }
-        let development = DevelopmentCertificates(directory: directory)
-        _ = try development.ensure(names: ["example.com"])
-        let keyPath = directory + "/\(DevelopmentCertificates.leafName).key"
-        let withHTTP2 = try TLSCertificate(name: "h2", certificatePath: development.leafCertificatePath, keyPath: keyPath)
-        let withoutHTTP2 = try TLSCertificate(name: "h1", certificatePath: development.leafCertificatePath, keyPath: keyPath)
+        let withHTTP2 = try TLSCertificate(name: "h2", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let withoutHTTP2 = try TLSCertificate(name: "h1", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
 
         #expect(try handshake(with: withHTTP2, settings: TLSServerSettings(offersHTTP2: true)) == "h2")
         #expect(try handshake(with: withoutHTTP2, settings: TLSServerSettings(offersHTTP2: false)) == "http/1.1")
