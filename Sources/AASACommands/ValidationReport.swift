@@ -78,29 +78,20 @@ extension ValidationReport {
 
     /// A command's message, escaped as the runner unescapes it (actions/toolkit,
     /// `escapeData` in packages/core/src/command.ts): `%`, CR and LF.
-    static func githubData(_ s: String) -> String {
-        var out = ""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "%": out += "%25"
-            case "\r": out += "%0D"
-            case "\n": out += "%0A"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
+    static func githubData(_ s: String) -> String { githubEscaped(s, separators: false) }
 
     /// A command's property value (`escapeProperty`): also `:` and `,`, which would end it.
-    static func githubProperty(_ s: String) -> String {
+    static func githubProperty(_ s: String) -> String { githubEscaped(s, separators: true) }
+
+    private static func githubEscaped(_ s: String, separators: Bool) -> String {
         var out = ""
         for scalar in s.unicodeScalars {
             switch scalar {
             case "%": out += "%25"
             case "\r": out += "%0D"
             case "\n": out += "%0A"
-            case ":": out += "%3A"
-            case ",": out += "%2C"
+            case ":" where separators: out += "%3A"
+            case "," where separators: out += "%2C"
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -1,7 +1,7 @@
 import AASATransport
 
 /// The loop's deadlines, earliest first: a min-heap of (time, connection). A connection keeps
-/// at most one live entry, the time the loop keeps in its slot (`scheduledAt`); when its
+/// at most one live entry, the time the loop keeps for it (`EventLoop.scheduled`); when its
 /// deadline moves later the entry stays and is re-filed when it comes due, and when it moves
 /// earlier a new entry is pushed and the old one is skipped as stale. So a request costs no heap
 /// work at all in the common case, and 100 000 idle connections cost nothing until one of them
