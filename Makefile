@@ -203,9 +203,11 @@ TRANSPORT_SOURCES := $(shell find Sources/AASATransport -name '*.swift')
 SESSIONS_SOURCES  := $(shell find Sources/AASASessions -name '*.swift')
 CLIENT_SOURCES    := $(shell find Sources/AASAClient -name '*.swift')
 FUZZ_SWIFTFLAGS   := -O -sanitize=fuzzer,address -parse-as-library -package-name aasa
-FUZZ_MODULE_MAPS  := -Xcc -fmodule-map-file=$(CURDIR)/$(LAYER_FUZZ_TMP)/CLinux.modulemap \
-                     -Xcc -fmodule-map-file=$(CURDIR)/Sources/COpenSSL/module.modulemap \
-                     -Xcc -fmodule-map-file=$(CURDIR)/Sources/CNghttp2/module.modulemap
+# The C modules each layer imports: the transport and the client CLinux and OpenSSL, the
+# sessions libnghttp2 alone.
+SYSTEM_MODULE_MAPS := -Xcc -fmodule-map-file=$(CURDIR)/$(LAYER_FUZZ_TMP)/CLinux.modulemap \
+                      -Xcc -fmodule-map-file=$(CURDIR)/Sources/COpenSSL/module.modulemap
+NGHTTP2_MODULE_MAP := -Xcc -fmodule-map-file=$(CURDIR)/Sources/CNghttp2/module.modulemap
 FUZZ_BASE_LIBS    := $(LAYER_FUZZ_TMP)/libAASACore.a $(LAYER_FUZZ_TMP)/libAASAHTTP.a
 # Static libraries in link order: a library before those it uses.
 FUZZ_CLIENT_LIBS  := $(LAYER_FUZZ_TMP)/libAASATransport.a $(LAYER_FUZZ_TMP)/clinux.o $(FUZZ_BASE_LIBS)
@@ -229,18 +231,19 @@ $(LAYER_FUZZ_TMP)/clinux.o: Sources/CLinux/shim.c Sources/CLinux/include/CLinux.
 	clang -c -O1 -fsanitize=fuzzer-no-link,address -ISources/CLinux/include Sources/CLinux/shim.c -o $@
 
 $(LAYER_FUZZ_TMP)/libAASATransport.a: $(TRANSPORT_SOURCES) $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/clinux.o Sources/COpenSSL/shim.h
-	$(call fuzz_library,AASATransport,$(TRANSPORT_SOURCES),$(FUZZ_MODULE_MAPS))
+	$(call fuzz_library,AASATransport,$(TRANSPORT_SOURCES),$(SYSTEM_MODULE_MAPS))
 
-# A fuzzer: $(1) module name, $(2) the tested target's sources and the entry point, $(3) libraries, $(4) output.
+# A fuzzer: $(1) module name, $(2) the tested target's sources and the entry point, $(3) libraries,
+# $(4) output, $(5) module maps.
 define layer_fuzz
-	swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -I $(LAYER_FUZZ_TMP) $(FUZZ_MODULE_MAPS) $(2) $(3) -o $(4)
+	swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -I $(LAYER_FUZZ_TMP) $(5) $(2) $(3) -o $(4)
 endef
 
-$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SESSIONS_SOURCES) $(FUZZ_BASE_LIBS) $(LAYER_FUZZ_TMP)/clinux.o Sources/CNghttp2/shim.h
-	$(call layer_fuzz,H2Fuzz,$(SESSIONS_SOURCES) Fuzz/FuzzHTTP2.swift,$(FUZZ_BASE_LIBS) -lnghttp2,$@)
+$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SESSIONS_SOURCES) $(FUZZ_BASE_LIBS) Sources/CNghttp2/shim.h
+	$(call layer_fuzz,H2Fuzz,$(SESSIONS_SOURCES) Fuzz/FuzzHTTP2.swift,$(FUZZ_BASE_LIBS) -lnghttp2,$@,$(NGHTTP2_MODULE_MAP))
 
 $(FUZZ_DIR)/acme-fuzz: Fuzz/FuzzACME.swift $(CLIENT_SOURCES) $(FUZZ_CLIENT_LIBS) Sources/COpenSSL/shim.h
-	$(call layer_fuzz,ACMEFuzz,$(CLIENT_SOURCES) Fuzz/FuzzACME.swift,$(FUZZ_CLIENT_LIBS) -lssl -lcrypto,$@)
+	$(call layer_fuzz,ACMEFuzz,$(CLIENT_SOURCES) Fuzz/FuzzACME.swift,$(FUZZ_CLIENT_LIBS) -lssl -lcrypto,$@,$(SYSTEM_MODULE_MAPS))
 
 # The Dockerfile (hadolint) and the Kubernetes manifests: the built-in kinds against the API
 # schemas (kubernetes-validate), cert-manager's kinds against its CRDs kept in
