@@ -122,7 +122,7 @@ unit-test:
 	Scripts/run-bounded $(TEST_TIME_LIMIT) .build/test.log $(SWIFT) test --skip-build
 
 # libFuzzer over AASACore (JSON parser, validator, matcher), over the HTTP request parser, the
-# PROXY header parser and the HTTP/2 session (nghttp2 and our limits). Each target reads its
+# PROXY header parser and the HTTP/2 session (frame layer, HPACK decoding, limits). Each target reads its
 # hand-written seeds (Fuzz/seeds/<target>/) and the committed, minimised corpus
 # (Fuzz/corpus/<target>/), both read-only; what it finds new goes to the scratch directory
 # .build-fuzz/new/<target>/ (libFuzzer writes to the first directory it is given).

@@ -28,7 +28,7 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The system libnghttp2: HTTP/2 framing, HPACK and flow control, driven in memory.
+        // The system libnghttp2, for its HPACK decoder (the HTTP/2 frame layer is our own).
         .systemLibrary(
             name: "CNghttp2",
             pkgConfig: "libnghttp2",

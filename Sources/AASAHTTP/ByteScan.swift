@@ -76,6 +76,12 @@ public enum ByteScan {
         }
     }
 
+    /// NUL, LF or CR: what an HTTP/2 field value must not contain (RFC 9113 §8.2.1).
+    @inlinable
+    public static func containsNULOrLineBreak(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        anyWord(bytes) { w in hasZero(w) | has(w, 0x0A) | has(w, 0x0D) }
+    }
+
     /// Whether `a` or `b` is among the bytes.
     @inlinable
     public static func contains(_ bytes: UnsafeBufferPointer<UInt8>, anyOf a: UInt8, _ b: UInt8) -> Bool {

@@ -78,8 +78,8 @@ import Glibc
     @Test func clientsThatNeverReadCostBoundedMemoryAndOthersAreServed() throws {
         let server = try ServerProcess(sites: hostileSites, workers: 1)
         try run("never-reads", on: server, answers: ["16 connections x 100 streams of \(bigFile.utf8.count) bytes"])
-        // Every request was taken and answered (the log line is written when the response is
-        // handed to nghttp2): the memory stayed bounded while 1 600 responses per transport waited.
+        // Every request was taken and answered (the log line is written when the response joins
+        // the session's send queue): the memory stayed bounded while 1 600 responses per transport waited.
         let served = server.accessLog.components(separatedBy: "\n").filter { $0.contains(" big.example.org ") && $0.contains(" 200 ") }
         #expect(served.count >= 2 * 1600 + 2, "\(served.count) big responses logged")
     }

@@ -414,9 +414,9 @@ def oversized_header_block(case):
 
 def headers_on_closed_stream(case):
     """HEADERS on a stream that is closed to the client (RFC 9113 §5.1). Half-closed (remote), its
-    response held back by a zero window: GOAWAY STREAM_CLOSED. Closed both ways (answered, then
-    forgotten by nghttp2, which keeps no closed streams): GOAWAY STREAM_CLOSED too, from the
-    session's own record of the last streams to close."""
+    response held back by a zero window: GOAWAY STREAM_CLOSED. Closed both ways (answered, and out
+    of the session's table): GOAWAY STREAM_CLOSED too, from its record of the last streams to
+    close."""
     with Bystander(case.opts, case.transport) as bystander:
         peer = Peer(case.opts, case.transport)
         peer.start(struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, 0))
@@ -476,8 +476,8 @@ def stream_states(case):
 
 def priority(case):
     """PRIORITY on stream 0 is a connection error (RFC 9113 §6.3); a stream that depends on
-    itself, by PRIORITY or in HEADERS, is PROTOCOL_ERROR (RFC 7540 §5.3.1). nghttp2 skips
-    PRIORITY frames unread once the server sends SETTINGS_NO_RFC7540_PRIORITIES."""
+    itself, by PRIORITY or in HEADERS, is PROTOCOL_ERROR (RFC 7540 §5.3.1), though the
+    server sends SETTINGS_NO_RFC7540_PRIORITIES and keeps no priority tree."""
     with Bystander(case.opts, case.transport) as bystander:
         attempts = [
             ("PRIORITY on stream 0", frame(PRIORITY, 0, 0, struct.pack(">IB", 1, 15))),

@@ -1,8 +1,9 @@
 /// Limits of the HTTP/2 layer (docs/serving.md, "HTTP/2"), handed to each ``HTTP2Session``. The
 /// defaults are the contract; tests and the fuzzer lower them to reach the edges quickly.
 package struct HTTP2Configuration: Sendable {
-    /// SETTINGS_MAX_CONCURRENT_STREAMS. nghttp2 refuses a stream beyond it (RST_STREAM
-    /// REFUSED_STREAM before our SETTINGS is acknowledged, a connection error after).
+    /// SETTINGS_MAX_CONCURRENT_STREAMS. A stream beyond it is refused (RST_STREAM
+    /// REFUSED_STREAM) before the client acknowledged our SETTINGS, a connection error after
+    /// (RFC 9113 §5.1.2).
     var maxConcurrentStreams = 100
     /// SETTINGS_MAX_HEADER_LIST_SIZE, and what is enforced: a request's decoded fields (name +
     /// value + 32 each, RFC 9113 §6.5.2), or its header block as received (HEADERS and
@@ -11,22 +12,20 @@ package struct HTTP2Configuration: Sendable {
     var maxHeaderListSize = 16 * 1024
     /// CONTINUATION frames allowed after one HEADERS frame. Empty CONTINUATION frames grow no
     /// byte count, so a block that never ends (CVE-2024-28182 and kin) is caught by this one.
-    /// Debian's libnghttp2 1.52 enforces the same 8 itself (a backport of upstream 1.61);
-    /// upstream 1.52 does not.
     var maxContinuationFrames = 8
     /// A request body up to this size is read and discarded; beyond it the stream is reset
     /// (RST_STREAM CANCEL), as HTTP/1.1 answers 413.
     var maxRequestBody = 64 * 1024
     /// SETTINGS_INITIAL_WINDOW_SIZE: how much request body a client may send on a stream
     /// before we read it. Bodies are discarded and capped at 64 KiB, so the RFC's default
-    /// (65 535) is all a client needs; nghttp2 reopens the window as bytes are consumed.
+    /// (65 535) is all a client needs; the session reopens the window as bytes arrive.
     var initialWindowSize = 65_535
     /// No open stream for this long (or open streams with no input and no output written for
     /// this long): GOAWAY and close. Milliseconds.
     var idleTimeout: Int64 = 60_000
-    /// Frames written to `Output` stop being produced once this many bytes wait to be sent:
-    /// a client that never reads costs at most this much buffer; nghttp2 keeps the rest as
-    /// unproduced frames (DATA is read from the prepared body only when it is framed).
+    /// Responses stop being framed once this many bytes wait in `Output`: a client that never
+    /// reads costs at most this much buffer; the rest stays in the send queue, unframed (DATA is
+    /// copied from the prepared body only when it is framed).
     /// (Below 256 KiB, the size above which ``Output`` gives its buffer back, so a large download
     /// does not reallocate it.)
     var outputHighWaterMark = 224 * 1024

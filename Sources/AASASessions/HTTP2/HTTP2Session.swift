@@ -1,54 +1,91 @@
 import AASAHTTP
-import CNghttp2
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The HTTP/2 side of a connection (RFC 9113; docs/serving.md, "HTTP/2"): libnghttp2 does the
-/// framing, HPACK and flow control in memory; this class feeds it the bytes read, answers each
-/// complete request stream through the ``RequestDispatch``, and moves the frames nghttp2 produces
-/// into the connection's ``Output`` — never more than the high-water mark at a time. It adds the
-/// limits nghttp2 1.52 lacks: header block size and CONTINUATION count, request body size,
-/// rapid reset and frame floods (token buckets), idle and stall timeouts.
+/// The HTTP/2 side of a connection (RFC 9113; docs/serving.md, "HTTP/2"): a state machine over
+/// the bytes read. It reads frames, decodes request header blocks (``HeaderDecoder``, HPACK),
+/// keeps the streams and both directions of flow control, answers each complete request through
+/// the ``RequestDispatch``, and writes frames into the connection's ``Output`` — responses only
+/// while it holds less than the high-water mark. A response's header block is encoded once, when
+/// its head is prepared (``ResponseHead/http2Block``): framing it copies bytes and adds the date.
+/// It also holds the limits a server needs against hostile clients: header block size and
+/// CONTINUATION count, request body size, rapid reset and frame floods (token buckets), idle and
+/// stall timeouts.
 ///
 /// Create it when ALPN picked `h2`, or when a cleartext connection opened with the client
-/// preface; then call `receive` with every byte read, the preface included (nghttp2's server
-/// expects it), or `resume` to queue the server's SETTINGS before the client speaks.
+/// preface; then call `receive` with every byte read, the preface included, or `resume` to
+/// write the server's SETTINGS before the client speaks.
 final package class HTTP2Session: ProtocolSession {
     package let configuration: HTTP2Configuration
     private let clock: LoopClock
-    /// The connection owns both the session and its dispatch.
     /// The connection, which owns this session and so outlives it (`unowned(unsafe)`: no atomic
     /// reference counting per stream).
     private unowned(unsafe) let dispatch: RequestDispatch
-    /// `nghttp2_session *`, whose callbacks reach this object through an unretained pointer:
-    /// it is freed in `deinit`, before this object is gone.
-    private var session: OpaquePointer!
+    private let decoder = HeaderDecoder()
 
-    /// Open request streams by id.
+    // MARK: Input
+
+    /// Bytes of the client's connection preface still to check (RFC 9113 §3.4).
+    private var prefaceLeft = HTTP2Session.clientMagic.utf8CodeUnitCount
+    /// The client's first frame, which must be SETTINGS, has come.
+    private var sawClientSettings = false
+    /// A frame not yet whole at the end of a read: its header and what has come of its payload.
+    private var partial: [UInt8] = []
+    /// The header block being received: HEADERS without END_HEADERS, then CONTINUATION frames
+    /// (nothing else may come between them, §6.10).
+    private var block: HeaderBlock?
+
+    // MARK: Streams
+
+    /// Open streams by id.
     private var streams: [Int32: HTTP2Stream] = [:]
-    /// The stream whose header block is being decoded. Header blocks do not interleave on a
-    /// connection (RFC 9113 §4.3), so each field, and the END_STREAM that follows, finds its
-    /// stream here rather than by hashing its id.
-    private var decoding: (id: Int32, stream: HTTP2Stream)?
+    /// Streams with a response to write, in order (`sendHead` is the next).
+    private var sendQueue: [HTTP2Stream] = []
+    private var sendHead = 0
+    /// Client streams that are closed, for late frames (RFC 9113 §5.1).
+    private var history = StreamHistory()
 
-    // Per header block (one at a time on a connection: RFC 9113 §6.10).
-    private var headerBlockBytes = 0
-    private var continuationFrames = 0
-    private var decodedHeaderBytes = 0
+    // MARK: Flow control and settings (RFC 9113 §6.5, §6.9)
+
+    /// What the server may still send on the connection.
+    private var sendWindow = HTTP2Session.defaultWindow
+    /// What the client may still send on the connection before a WINDOW_UPDATE.
+    private var receiveWindow = HTTP2Session.defaultWindow
+    /// The client's SETTINGS_INITIAL_WINDOW_SIZE and SETTINGS_MAX_FRAME_SIZE.
+    private var peerInitialWindow = HTTP2Session.defaultWindow
+    private var peerMaxFrameSize = HTTP2Session.minimumMaxFrameSize
+    /// The client acknowledged our SETTINGS: a stream beyond the limit is then a protocol error.
+    private var settingsAcknowledged = false
+    /// The server's SETTINGS is written (the first frame out).
+    private var sentPreface = false
+    /// A header block was sent: the first one carried the table size update (``HeaderEncoder``).
+    private var sentHeaderBlock = false
+    /// ACKs (SETTINGS, PING) written since the client last read everything.
+    private var unreadAcks = 0
+
+    // MARK: Limits
 
     private var resets: FloodBudget
     private var controlFrames: FloodBudget
     private var windowUpdates: FloodBudget
     private var emptyFrames: FloodBudget
 
-    /// Why a callback gave up on the connection: the GOAWAY code to send.
-    private var failure: (code: nghttp2_error_code, reason: StaticString)?
-    /// GOAWAY queued with termination: nothing more is read or framed once it is out.
+    /// Why the session gave up on the connection: the GOAWAY code sent.
+    private var failure: (code: HTTP2ErrorCode, reason: StaticString)?
+
+    // MARK: Closing
+
+    /// GOAWAY written with an error or on timeout: nothing more is read or written.
     private(set) var isTerminated = false
     private var isDraining = false
+    /// When the final GOAWAY is due, while draining.
+    private var finalGoAwayAt: Int64?
+    /// The last stream id of the final GOAWAY, once sent: newer streams are ignored.
+    private var goAwayLastStream: Int32?
+    private var peerSentGoAway = false
     private var peerHasClosed = false
-    /// `Output` held the high-water mark's worth of bytes when frames were last produced.
+    /// `Output` held the high-water mark's worth of bytes when frames were last written.
     private var isBackedUp = false
 
     /// When the last stream closed (or the session began): the idle timeout counts from here.
@@ -56,18 +93,18 @@ final package class HTTP2Session: ProtocolSession {
     /// The last input, or output written: with streams open, the stall timeout counts from here.
     private var lastProgress: Int64
 
-    /// Client streams nghttp2 no longer knows, for late frames (RFC 9113 §5.1).
-    private var history = StreamHistory()
-    /// Frames nghttp2 passes over without a callback.
-    private var scanner = FrameScanner()
     /// The last `:authority` (or Host) and User-Agent, as made from their bytes: a client sends
     /// the same ones on every stream, and comparing bytes costs less than normalizing a host and
     /// making Strings again (~1,000 instructions a request, callgrind).
     private var lastAuthority: HTTP2Stream.HostField?
     private var lastUserAgent = RememberedField()
 
-    /// Reused for every response's header list, so submitting one allocates nothing once warm.
-    private var fieldList: [nghttp2_nv] = []
+    static let clientMagic: StaticString = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    static let defaultWindow = 65_535
+    static let maxWindow = 0x7FFF_FFFF
+    static let minimumMaxFrameSize = 16_384
+    /// ACKs a client may leave unread before the connection is closed (as libnghttp2 does).
+    static let maxUnreadAcks = 1_000
 
     package init(configuration: HTTP2Configuration = HTTP2Configuration(), clock: LoopClock, dispatch: RequestDispatch) {
         self.configuration = configuration
@@ -80,87 +117,90 @@ final package class HTTP2Session: ProtocolSession {
         self.idleSince = clock.now
         self.lastProgress = clock.now
         streams.reserveCapacity(configuration.maxConcurrentStreams)
-
-        var session: OpaquePointer?
-        let created = nghttp2_session_server_new2(&session, HTTP2Callbacks.table, Unmanaged.passUnretained(self).toOpaque(),
-                                                  HTTP2Callbacks.options)
-        // Fails only when out of memory.
-        precondition(created == 0, "nghttp2_session_server_new2: \(created)")
-        self.session = session
-
-        // The server preface (RFC 9113 §3.4) is this SETTINGS frame; it goes out with the first
-        // frames produced.
-        let settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                                   value: UInt32(configuration.maxConcurrentStreams)),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                                   value: UInt32(configuration.maxHeaderListSize)),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
-                                   value: UInt32(configuration.initialWindowSize)),
-            // RFC 9218 §2.1: no priority tree to maintain (nghttp2 then ignores PRIORITY).
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
-        ]
-        let submitted = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
-        precondition(submitted == 0, "nghttp2_submit_settings: \(submitted)")
     }
-
-    deinit { nghttp2_session_del(session) }
 
     // MARK: - ProtocolSession
 
     package func receive(_ bytes: UnsafeRawBufferPointer, output: inout Output) {
         guard !isTerminated, bytes.count > 0 else { return }
         lastProgress = clock.now
-        var fed = 0
-        var scanned = 0
-        while let (offset, event) = scanner.next(in: bytes, from: scanned) {
-            // The byte that completes the event stays unfed until the event is judged.
-            guard feed(bytes, from: fed, to: offset, output: &output) else { return }
-            fed = offset
-            scanned = offset + 1
-            if let (code, reason) = refusal(event) {
-                failure = (code, reason)
-                terminate(code, output: &output)
+        if output.isEmpty { unreadAcks = 0 }
+        writePreface(&output)
+        var input = bytes
+        if prefaceLeft > 0 {
+            let n = min(prefaceLeft, input.count)
+            let at = HTTP2Session.clientMagic.utf8CodeUnitCount - prefaceLeft
+            if memcmp(input.baseAddress!, HTTP2Session.clientMagic.utf8Start + at, n) != 0 {
+                return fail(.protocolError, "an invalid connection preface", &output)
+            }
+            prefaceLeft -= n
+            input = UnsafeRawBufferPointer(rebasing: input[n...])
+        }
+        if !partial.isEmpty {
+            guard completePartialFrame(&input, &output) else {
+                if !isTerminated { produce(&output) }
                 return
             }
         }
-        guard feed(bytes, from: fed, to: bytes.count, output: &output) else { return }
+        while input.count >= FrameHeader.size {
+            let header = FrameHeader(input)
+            guard checkLength(header, &output) else { return }
+            guard input.count >= FrameHeader.size + header.length else { break }
+            let payload = UnsafeRawBufferPointer(rebasing: input[FrameHeader.size..<(FrameHeader.size + header.length)])
+            handle(header, payload, &output)
+            if isTerminated { return }
+            input = UnsafeRawBufferPointer(rebasing: input[(FrameHeader.size + header.length)...])
+        }
+        if !input.isEmpty {
+            partial.append(contentsOf: input)
+            if partial.count >= FrameHeader.size {
+                let header = partial.withUnsafeBytes { FrameHeader($0) }
+                guard checkLength(header, &output) else { return }
+            }
+        }
         produce(&output)
     }
 
-    /// Gives nghttp2 `bytes[from..<to]`; false when it gave up on the connection.
-    private func feed(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int, output: inout Output) -> Bool {
-        guard from < to else { return true }
-        let read = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + from, to - from)
-        if read < 0 {
-            terminate(failure?.code ?? HTTP2Session.goAwayCode(forError: Int32(read)), output: &output)
-            return false
+    /// Adds the front of `input` to the frame carried from the last read and handles it once
+    /// whole; false while it is not.
+    private func completePartialFrame(_ input: inout UnsafeRawBufferPointer, _ output: inout Output) -> Bool {
+        if partial.count < FrameHeader.size {
+            let n = min(FrameHeader.size - partial.count, input.count)
+            partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<n]))
+            input = UnsafeRawBufferPointer(rebasing: input[n...])
+            if partial.count < FrameHeader.size { return false }
         }
-        return true
+        let header = partial.withUnsafeBytes { FrameHeader($0) }
+        guard checkLength(header, &output) else { return false }
+        let n = min(FrameHeader.size + header.length - partial.count, input.count)
+        partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<n]))
+        input = UnsafeRawBufferPointer(rebasing: input[n...])
+        if partial.count < FrameHeader.size + header.length { return false }
+        var frame: [UInt8] = []
+        swap(&frame, &partial)
+        frame.withUnsafeBytes { bytes in
+            let payload = UnsafeRawBufferPointer(rebasing: bytes[FrameHeader.size..<bytes.count])
+            handle(header, payload, &output)
+        }
+        // A small buffer is kept for the next split frame; a large one is given back.
+        frame.removeAll(keepingCapacity: frame.capacity <= 1024)
+        partial = frame
+        return !isTerminated
     }
 
-    /// What a frame nghttp2 would pass over means, judged with the streams as nghttp2 has
-    /// left them after every byte before it.
-    private func refusal(_ event: FrameScanner.Event) -> (nghttp2_error_code, StaticString)? {
-        switch event {
-        case .selfDependentPriority:
-            return (NGHTTP2_PROTOCOL_ERROR, "a stream depends on itself")
-        case .data(let id):
-            // Stream 0, even ids and idle streams are nghttp2's own protocol errors.
-            guard id > 0, id & 1 == 1, id <= history.highestOpened else { return nil }
-            if let stream = openStream(id) {
-                return stream.isEndedByClient ? (NGHTTP2_STREAM_CLOSED, "DATA on a half-closed (remote) stream") : nil
-            }
-            switch history.verdict(stream: id, isHeaders: false, now: clock.now) {
-            case .new, .late: return nil
-            case .closed, .reusedIdentifier: return (NGHTTP2_STREAM_CLOSED, "DATA on a closed stream")
-            }
-        }
+    /// A frame longer than our SETTINGS_MAX_FRAME_SIZE (the default, 16,384) is a
+    /// FRAME_SIZE_ERROR (RFC 9113 §4.2), found as soon as its header is read.
+    private func checkLength(_ header: FrameHeader, _ output: inout Output) -> Bool {
+        guard header.length > HTTP2Session.minimumMaxFrameSize else { return true }
+        fail(.frameSizeError, "a frame over SETTINGS_MAX_FRAME_SIZE", &output)
+        return false
     }
 
     package func resume(output: inout Output) {
         guard !isTerminated else { return }
         lastProgress = clock.now
+        if output.isEmpty { unreadAcks = 0 }
+        writePreface(&output)
         produce(&output)
     }
 
@@ -176,15 +216,13 @@ final package class HTTP2Session: ProtocolSession {
             return
         }
         guard let deadline, clock.now >= deadline else { return }
-        terminate(NGHTTP2_NO_ERROR, output: &output)
+        terminate(.noError, &output)
     }
 
     /// How long after the shutdown notice the final GOAWAY follows: time for requests the
     /// client sent before it saw the notice to arrive (RFC 9113 §6.8 asks for at least one
     /// round trip).
     static let shutdownNoticeGrace: Int64 = 1_000
-    /// When the final GOAWAY is due, while draining.
-    private var finalGoAwayAt: Int64?
 
     package func drain(output: inout Output) {
         guard !isTerminated, !isDraining else { return }
@@ -192,35 +230,31 @@ final package class HTTP2Session: ProtocolSession {
         // RFC 9113 §6.8, graceful shutdown in two steps: a GOAWAY with the largest stream id
         // first, so a request already on its way (a new connection's first) is still served;
         // then, a moment later, the real last stream id.
-        _ = nghttp2_submit_shutdown_notice(session)
+        writePreface(&output)
+        writeGoAway(lastStream: Int32.max, .noError, &output)
         finalGoAwayAt = clock.now + HTTP2Session.shutdownNoticeGrace
         produce(&output)
     }
 
     private func sendFinalGoAway(_ output: inout Output) {
         finalGoAwayAt = nil
-        // nghttp2 ignores newer streams from here on and keeps serving those it has.
-        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-                                  NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        guard !isTerminated, goAwayLastStream == nil else { return }
+        // Newer streams are ignored from here on; those open are served.
+        goAwayLastStream = history.highestOpened
+        writeGoAway(lastStream: history.highestOpened, .noError, &output)
         produce(&output)
     }
 
-    package var wantsInput: Bool {
-        !isTerminated && !peerHasClosed && !isBackedUp && nghttp2_session_want_read(session) != 0
-    }
+    package var wantsInput: Bool { !isTerminated && !peerHasClosed && !isBackedUp && !isFinished }
 
-    package var isClosing: Bool {
-        if isTerminated { return true }
-        let wantsWrite = nghttp2_session_want_write(session) != 0
-        // After a GOAWAY either way with no stream left, nghttp2 wants neither to read nor to
-        // write. A peer that closed its side sends no WINDOW_UPDATE: what flow control holds
-        // back never goes out.
-        return !wantsWrite && (peerHasClosed || nghttp2_session_want_read(session) == 0)
-    }
+    package var isClosing: Bool { isTerminated || (!isBackedUp && (peerHasClosed || isFinished)) }
+
+    /// A GOAWAY went either way and no stream is left: nothing more can happen.
+    private var isFinished: Bool { (goAwayLastStream != nil || peerSentGoAway) && streams.isEmpty }
 
     package var lingersOnClose: Bool { false }
 
-    package var isIdle: Bool { streams.isEmpty && nghttp2_session_want_write(session) == 0 }
+    package var isIdle: Bool { streams.isEmpty && block == nil }
 
     package var deadline: Int64? {
         if isTerminated { return nil }
@@ -231,161 +265,340 @@ final package class HTTP2Session: ProtocolSession {
     /// Streams open now (for tests and metrics).
     var openStreams: Int { streams.count }
 
-    // MARK: - Frames out
-
-    /// Moves nghttp2's frames into `output` until it holds the high-water mark's worth. The
-    /// rest stays in nghttp2, unframed: DATA is read from the prepared body only when framed.
-    private func produce(_ output: inout Output) {
-        while output.pending < configuration.outputHighWaterMark {
-            var data: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &data)
-            if count < 0 {
-                terminate(failure?.code ?? NGHTTP2_INTERNAL_ERROR, output: &output)
-                return
-            }
-            guard count > 0, let data else { break }
-            output.buffer.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
-        }
-        isBackedUp = output.pending >= configuration.outputHighWaterMark
-        // A limit tripped where a callback cannot fail the call (a stream closing).
-        if let failure { terminate(failure.code, output: &output) }
-    }
-
-    /// GOAWAY with `code` and the last stream processed, then close: everything nghttp2 still
-    /// sends before it (SETTINGS and PING ACKs, RST_STREAM) goes out with it, nothing after —
-    /// nghttp2 frames no DATA once a terminating GOAWAY is queued, so this ignores the mark.
-    private func terminate(_ code: nghttp2_error_code, output: inout Output) {
-        guard !isTerminated else { return }
-        isTerminated = true
-        _ = nghttp2_session_terminate_session(session, code.rawValue)
-        while true {
-            var data: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &data)
-            guard count > 0, let data else { break }
-            output.buffer.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
-        }
-        isBackedUp = false
-    }
-
-    /// The GOAWAY code for a fatal error nghttp2 returned on its own.
-    private static func goAwayCode(forError error: Int32) -> nghttp2_error_code {
-        switch error {
-        // -905 is NGHTTP2_ERR_TOO_MANY_CONTINUATIONS, which Debian's 1.52 has from the
-        // CVE-2024-28182 backport (upstream 1.61), and upstream 1.52's header lacks.
-        case NGHTTP2_ERR_FLOODED.rawValue, -905: return NGHTTP2_ENHANCE_YOUR_CALM
-        case NGHTTP2_ERR_NOMEM.rawValue, NGHTTP2_ERR_CALLBACK_FAILURE.rawValue: return NGHTTP2_INTERNAL_ERROR
-        default: return NGHTTP2_PROTOCOL_ERROR
-        }
-    }
-
-    // MARK: - Callbacks (HTTP2Callbacks calls these)
-
-    /// Gives up on the connection from inside a callback: nghttp2 returns at once with
-    /// NGHTTP2_ERR_CALLBACK_FAILURE, and the GOAWAY carries `code`.
-    private func trip(_ code: nghttp2_error_code, _ reason: StaticString) -> Int32 {
-        if failure == nil { failure = (code, reason) }
-        return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
-    }
-
     /// The reason the connection was given up, for logs and tests.
     package var failureReason: String? { failure.map { "\($0.reason)" } }
 
-    /// Every frame header, before its payload: the flood budgets and the header block's size
-    /// as received (CONTINUATION frames are invisible to the other callbacks).
-    func beginFrame(_ header: nghttp2_frame_hd) -> Int32 {
-        let now = clock.now
-        let isEmpty = header.length == 0
+    // MARK: - Frames in
+
+    private func handle(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        if let block, header.type != FrameType.continuation || header.stream != block.streamID {
+            return fail(.protocolError, "a header block interrupted", &output)
+        }
+        if !sawClientSettings {
+            guard header.type == FrameType.settings, !header.has(FrameFlag.ack) else {
+                return fail(.protocolError, "the client preface without SETTINGS", &output)
+            }
+            sawClientSettings = true
+        }
         switch header.type {
-        case FrameType.data:
-            if isEmpty, header.flags & FrameFlag.endStream == 0, !emptyFrames.spend(now: now) {
-                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty DATA flood")
-            }
-        case FrameType.headers:
-            if let refusal = checkStreamState(header, now: now) { return refusal }
-            headerBlockBytes = header.length
-            continuationFrames = 0
-            decodedHeaderBytes = 0
-            if isEmpty, !emptyFrames.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty HEADERS flood") }
-            if headerBlockBytes > configuration.maxHeaderListSize {
-                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header block over the limit")
-            }
-        case FrameType.continuation:
-            headerBlockBytes += header.length
-            continuationFrames += 1
-            if isEmpty, !emptyFrames.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "empty CONTINUATION flood") }
-            if continuationFrames > configuration.maxContinuationFrames {
-                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "too many CONTINUATION frames")
-            }
-            if headerBlockBytes > configuration.maxHeaderListSize {
-                return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header block over the limit")
-            }
-        case FrameType.rstStream:
-            if !resets.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "rapid reset") }
-            openStream(header.stream_id)?.isResetByClient = true
-        case FrameType.windowUpdate:
-            if !windowUpdates.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "WINDOW_UPDATE flood") }
+        case FrameType.data: data(header, payload, &output)
+        case FrameType.headers: headers(header, payload, &output)
+        case FrameType.continuation: continuation(header, payload, &output)
+        case FrameType.rstStream: rstStream(header, payload, &output)
+        case FrameType.settings: settings(header, payload, &output)
+        case FrameType.ping: ping(header, payload, &output)
+        case FrameType.windowUpdate: windowUpdate(header, payload, &output)
+        case FrameType.priority: priority(header, payload, &output)
         case FrameType.goAway:
-            break
-        case FrameType.priority where header.stream_id == 0:
-            // RFC 9113 §6.3: a connection error.
-            return trip(NGHTTP2_PROTOCOL_ERROR, "PRIORITY on stream 0")
+            guard header.stream == 0 else { return fail(.protocolError, "GOAWAY on a stream", &output) }
+            guard header.length >= 8 else { return fail(.frameSizeError, "a short GOAWAY", &output) }
+            peerSentGoAway = true
+        case FrameType.pushPromise:
+            fail(.protocolError, "PUSH_PROMISE from a client", &output)
         default:
-            // SETTINGS, PING, PRIORITY, PUSH_PROMISE (a protocol error nghttp2 answers), and
-            // extension frames, which are ignored but still cost a read.
-            if !controlFrames.spend(now: now) { return trip(NGHTTP2_ENHANCE_YOUR_CALM, "control frame flood") }
-        }
-        return 0
-    }
-
-    /// HEADERS on a client stream the client may no longer send on (RFC 9113 §5.1): half-closed
-    /// (remote), or closed by its END_STREAM or a RST_STREAM, is STREAM_CLOSED; a lower stream
-    /// id than one already used is PROTOCOL_ERROR (§5.1.1); one still in flight when the server
-    /// reset the stream is ignored for a moment. Each is a connection error here (an endpoint
-    /// may always end the connection): nghttp2, which keeps no closed streams, would ignore
-    /// them. DATA is judged the same way through ``FrameScanner``. Nil: nghttp2 decides.
-    private func checkStreamState(_ header: nghttp2_frame_hd, now: Int64) -> Int32? {
-        let id = header.stream_id
-        // Stream 0 and server-initiated (even) ids are nghttp2's own protocol errors.
-        guard id > 0, id & 1 == 1 else { return nil }
-        if let stream = openStream(id) {
-            return stream.isEndedByClient ? trip(NGHTTP2_STREAM_CLOSED, "a frame on a half-closed (remote) stream") : nil
-        }
-        switch history.verdict(stream: id, isHeaders: header.type == FrameType.headers, now: now) {
-        case .new, .late: return nil
-        case .closed: return trip(NGHTTP2_STREAM_CLOSED, "a frame on a closed stream")
-        case .reusedIdentifier: return trip(NGHTTP2_PROTOCOL_ERROR, "a stream id lower than one already used")
+            // Extension frames are ignored (§5.5), but each still costs a read.
+            spendControl(&output)
         }
     }
 
-    /// A request's HEADERS begin: a new stream.
-    func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
-        guard frame.pointee.hd.type == FrameType.headers, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-        // RFC 7540 §5.3.1: a stream cannot depend on itself.
-        if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_PRIORITY.rawValue) != 0,
-           frame.pointee.headers.pri_spec.stream_id == frame.pointee.hd.stream_id {
-            return trip(NGHTTP2_PROTOCOL_ERROR, "a stream depends on itself")
-        }
-        let stream = HTTP2Stream(startedMicroseconds: clock.microseconds())
-        streams[frame.pointee.hd.stream_id] = stream
-        decoding = (frame.pointee.hd.stream_id, stream)
-        return 0
+    private func spendControl(_ output: inout Output) {
+        if !controlFrames.spend(now: clock.now) { fail(.enhanceYourCalm, "control frame flood", &output) }
     }
 
-    /// The stream `id`, if open: the one whose header block is being decoded without a lookup.
-    private func openStream(_ id: Int32) -> HTTP2Stream? {
-        if let decoding, decoding.id == id { return decoding.stream }
-        return streams[id]
+    /// The payload without its padding (§6.1, §6.2): nil when the pad length is not inside it.
+    private static func unpadded(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard header.has(FrameFlag.padded) else { return payload }
+        guard let padding = payload.first, Int(padding) < payload.count else { return nil }
+        return UnsafeRawBufferPointer(rebasing: payload[1..<(payload.count - Int(padding))])
     }
 
-    /// One decoded field. Names arrive in lower case: nghttp2 resets a stream that sends
-    /// upper-case names (RFC 9113 §8.2.1).
-    package func header(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
-        decodedHeaderBytes += name.count + value.count + 32
-        if decodedHeaderBytes > configuration.maxHeaderListSize {
-            return trip(NGHTTP2_ENHANCE_YOUR_CALM, "header list over the limit")
+    private func data(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        let id = header.stream
+        guard id != 0 else { return fail(.protocolError, "DATA on stream 0", &output) }
+        guard let content = HTTP2Session.unpadded(header, payload) else { return fail(.protocolError, "DATA with bad padding", &output) }
+        let endStream = header.has(FrameFlag.endStream)
+        if header.length == 0, !endStream, !emptyFrames.spend(now: clock.now) {
+            return fail(.enhanceYourCalm, "empty DATA flood", &output)
         }
-        guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let stream = openStream(frame.pointee.hd.stream_id) else { return 0 }
-        switch HTTP2Session.field(name) {
+        // The whole payload, padding included, counts against the windows (§6.9.1).
+        guard header.length <= receiveWindow else { return fail(.flowControlError, "DATA beyond the connection's window", &output) }
+        receiveWindow -= header.length
+        if receiveWindow <= HTTP2Session.defaultWindow / 2 {
+            output.appendFrame(type: FrameType.windowUpdate, stream: 0, value: UInt32(HTTP2Session.defaultWindow - receiveWindow))
+            receiveWindow = HTTP2Session.defaultWindow
+        }
+        guard let stream = streams[id] else {
+            if id & 1 == 0 || id > history.highestOpened { return fail(.protocolError, "DATA on an idle stream", &output) }
+            if history.verdict(stream: id, isHeaders: false, now: clock.now) == .late { return }
+            return fail(.streamClosed, "DATA on a closed stream", &output)
+        }
+        if stream.isEndedByClient { return fail(.streamClosed, "DATA on a half-closed (remote) stream", &output) }
+        guard header.length <= stream.receiveWindow else { return reset(stream, .flowControlError, &output) }
+        stream.receiveWindow -= header.length
+        stream.bodyBytes += content.count
+        if stream.bodyBytes > configuration.maxRequestBody { return reset(stream, .cancel, &output) }
+        if let length = stream.contentLength, stream.bodyBytes > length { return reset(stream, .protocolError, &output) }
+        if endStream {
+            endRequest(stream, &output)
+        } else if stream.receiveWindow <= configuration.initialWindowSize / 2 {
+            output.appendFrame(type: FrameType.windowUpdate, stream: id, value: UInt32(configuration.initialWindowSize - stream.receiveWindow))
+            stream.receiveWindow = configuration.initialWindowSize
+        }
+    }
+
+    private func headers(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        let id = header.stream
+        guard id != 0, id & 1 == 1 else { return fail(.protocolError, "HEADERS on stream 0 or a server stream", &output) }
+        guard var fragment = HTTP2Session.unpadded(header, payload) else {
+            return fail(.protocolError, "HEADERS with bad padding", &output)
+        }
+        if header.has(FrameFlag.priority) {
+            guard fragment.count >= 5 else { return fail(.frameSizeError, "HEADERS too short for its priority", &output) }
+            // RFC 7540 §5.3.1: a stream cannot depend on itself.
+            if Int32(bitPattern: FrameHeader.uint32(fragment, at: 0) & 0x7FFF_FFFF) == id {
+                return fail(.protocolError, "a stream depends on itself", &output)
+            }
+            fragment = UnsafeRawBufferPointer(rebasing: fragment[5...])
+        }
+        if header.length == 0, !emptyFrames.spend(now: clock.now) { return fail(.enhanceYourCalm, "empty HEADERS flood", &output) }
+        if fragment.count > configuration.maxHeaderListSize {
+            return fail(.enhanceYourCalm, "header block over the limit", &output)
+        }
+        let target: HeaderBlock.Target
+        if let stream = streams[id] {
+            // A second block on an open stream: trailers, which must end it (§8.1).
+            if stream.isEndedByClient { return fail(.streamClosed, "a frame on a half-closed (remote) stream", &output) }
+            target = .trailers(stream)
+        } else if let last = goAwayLastStream, id > last {
+            // After the final GOAWAY, new streams are ignored (§6.8); their block is still
+            // decoded, for the HPACK table.
+            target = .ignored
+        } else {
+            switch history.verdict(stream: id, isHeaders: true, now: clock.now) {
+            case .new:
+                if streams.count < configuration.maxConcurrentStreams {
+                    let stream = HTTP2Stream(id: id, startedMicroseconds: clock.microseconds(), sendWindow: peerInitialWindow,
+                                             receiveWindow: configuration.initialWindowSize)
+                    streams[id] = stream
+                    target = .request(stream)
+                } else if settingsAcknowledged {
+                    // §5.1.2: the client knows the limit.
+                    return fail(.protocolError, "more concurrent streams than allowed", &output)
+                } else {
+                    target = .refused(id)
+                }
+            case .late: target = .ignored
+            case .closed: return fail(.streamClosed, "a frame on a closed stream", &output)
+            case .reusedIdentifier: return fail(.protocolError, "a stream id lower than one already used", &output)
+            }
+        }
+        block = HeaderBlock(streamID: id, endStream: header.has(FrameFlag.endStream), target: target, receivedBytes: fragment.count)
+        decode(fragment, isLast: header.has(FrameFlag.endHeaders), &output)
+    }
+
+    private func continuation(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        guard block != nil else { return fail(.protocolError, "CONTINUATION without HEADERS", &output) }
+        block!.receivedBytes += header.length
+        block!.continuations += 1
+        if header.length == 0, !emptyFrames.spend(now: clock.now) { return fail(.enhanceYourCalm, "empty CONTINUATION flood", &output) }
+        if block!.continuations > configuration.maxContinuationFrames {
+            return fail(.enhanceYourCalm, "too many CONTINUATION frames", &output)
+        }
+        if block!.receivedBytes > configuration.maxHeaderListSize {
+            return fail(.enhanceYourCalm, "header block over the limit", &output)
+        }
+        decode(payload, isLast: header.has(FrameFlag.endHeaders), &output)
+    }
+
+    /// Decodes a fragment of the current block; at its end, acts on the request.
+    private func decode(_ fragment: UnsafeRawBufferPointer, isLast: Bool, _ output: inout Output) {
+        var input = fragment
+        // Read once: a copy of the target per field retains and releases its stream.
+        let target = block!.target
+        while true {
+            switch decoder.next(&input, isLast: isLast) {
+            case .field(let name, let value):
+                block!.decodedBytes += name.count + value.count + 32
+                if block!.decodedBytes > configuration.maxHeaderListSize {
+                    return fail(.enhanceYourCalm, "header list over the limit", &output)
+                }
+                guard block!.malformed == nil else { continue }
+                switch target {
+                case .request(let stream):
+                    let malformed = field(name, value, stream)
+                    block!.malformed = malformed
+                case .trailers:
+                    block!.malformed = RequestFieldCheck.checkTrailer(name, value)
+                case .refused, .ignored: break
+                }
+            case .needsMore:
+                return
+            case .end:
+                let ended = block!
+                block = nil
+                return endBlock(ended, &output)
+            case .invalid:
+                return fail(.compressionError, "an invalid header block", &output)
+            }
+        }
+    }
+
+    private func endBlock(_ block: HeaderBlock, _ output: inout Output) {
+        switch block.target {
+        case .request(let stream):
+            if block.malformed != nil || block.check.finish() != nil { return reset(stream, .protocolError, &output) }
+            if let length = stream.contentLength, length > configuration.maxRequestBody { return reset(stream, .cancel, &output) }
+            if block.endStream { endRequest(stream, &output) }
+        case .trailers(let stream):
+            if block.malformed != nil || !block.endStream { return reset(stream, .protocolError, &output) }
+            endRequest(stream, &output)
+        case .refused(let id):
+            output.appendFrame(type: FrameType.rstStream, stream: id, value: HTTP2ErrorCode.refusedStream.rawValue)
+            history.recordClose(id, resetByServerAt: clock.now)
+            spendServerReset(&output)
+        case .ignored:
+            break
+        }
+    }
+
+    private func rstStream(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        guard header.length == 4 else { return fail(.frameSizeError, "RST_STREAM not 4 bytes long", &output) }
+        let id = header.stream
+        guard id != 0 else { return fail(.protocolError, "RST_STREAM on stream 0", &output) }
+        if !resets.spend(now: clock.now) { return fail(.enhanceYourCalm, "rapid reset", &output) }
+        if let stream = streams[id] {
+            close(stream, resetByServer: false)
+        } else if id & 1 == 0 || id > history.highestOpened {
+            fail(.protocolError, "RST_STREAM on an idle stream", &output)
+        }
+    }
+
+    private func settings(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        guard header.stream == 0 else { return fail(.protocolError, "SETTINGS on a stream", &output) }
+        if header.has(FrameFlag.ack) {
+            guard header.length == 0 else { return fail(.frameSizeError, "a SETTINGS ACK with a payload", &output) }
+            settingsAcknowledged = true
+            return
+        }
+        guard header.length % 6 == 0 else { return fail(.frameSizeError, "SETTINGS not a multiple of 6 bytes", &output) }
+        spendControl(&output)
+        if isTerminated { return }
+        var windowGrew = false
+        for at in stride(from: 0, to: payload.count, by: 6) {
+            let id = UInt16(payload[at]) << 8 | UInt16(payload[at + 1])
+            let value = FrameHeader.uint32(payload, at: at + 2)
+            switch id {
+            case SettingID.enablePush:
+                if value > 1 { return fail(.protocolError, "SETTINGS_ENABLE_PUSH not 0 or 1", &output) }
+            case SettingID.initialWindowSize:
+                guard value <= HTTP2Session.maxWindow else {
+                    return fail(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1", &output)
+                }
+                // §6.9.2: every open stream's window moves by the difference.
+                let delta = Int(value) - peerInitialWindow
+                peerInitialWindow = Int(value)
+                for stream in streams.values {
+                    stream.sendWindow += delta
+                    if stream.sendWindow > HTTP2Session.maxWindow {
+                        return fail(.flowControlError, "a stream window over 2^31-1", &output)
+                    }
+                }
+                windowGrew = windowGrew || delta > 0
+            case SettingID.maxFrameSize:
+                guard value >= HTTP2Session.minimumMaxFrameSize, value <= 0xFF_FFFF else {
+                    return fail(.protocolError, "SETTINGS_MAX_FRAME_SIZE out of range", &output)
+                }
+                peerMaxFrameSize = Int(value)
+            default:
+                // SETTINGS_HEADER_TABLE_SIZE asks nothing of an encoder that keeps no table;
+                // the others concern what the server does not do (push, its own streams).
+                break
+            }
+        }
+        guard mayAcknowledge(&output) else { return }
+        output.appendFrameHeader(length: 0, type: FrameType.settings, flags: FrameFlag.ack, stream: 0)
+        if windowGrew {
+            for stream in streams.values where stream.isBlocked && stream.sendWindow > 0 { enqueue(stream) }
+        }
+    }
+
+    private func ping(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        guard header.stream == 0 else { return fail(.protocolError, "PING on a stream", &output) }
+        guard header.length == 8 else { return fail(.frameSizeError, "PING not 8 bytes long", &output) }
+        spendControl(&output)
+        guard !isTerminated, !header.has(FrameFlag.ack), mayAcknowledge(&output) else { return }
+        output.appendFrameHeader(length: 8, type: FrameType.ping, flags: FrameFlag.ack, stream: 0)
+        output.buffer.append(contentsOf: payload)
+    }
+
+    /// A client that asks for ACKs and never reads them would make the output grow: with 1,000
+    /// unread, the connection is closed instead of writing another.
+    private func mayAcknowledge(_ output: inout Output) -> Bool {
+        guard unreadAcks < HTTP2Session.maxUnreadAcks else {
+            fail(.enhanceYourCalm, "ACKs not read", &output)
+            return false
+        }
+        unreadAcks += 1
+        return true
+    }
+
+    private func windowUpdate(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        guard header.length == 4 else { return fail(.frameSizeError, "WINDOW_UPDATE not 4 bytes long", &output) }
+        if !windowUpdates.spend(now: clock.now) { return fail(.enhanceYourCalm, "WINDOW_UPDATE flood", &output) }
+        let increment = Int(FrameHeader.uint32(payload, at: 0) & 0x7FFF_FFFF)
+        let id = header.stream
+        if id == 0 {
+            guard increment > 0 else { return fail(.protocolError, "WINDOW_UPDATE of 0", &output) }
+            guard sendWindow + increment <= HTTP2Session.maxWindow else {
+                return fail(.flowControlError, "the connection's window over 2^31-1", &output)
+            }
+            sendWindow += increment
+            return
+        }
+        guard let stream = streams[id] else {
+            if id & 1 == 0 || id > history.highestOpened { fail(.protocolError, "WINDOW_UPDATE on an idle stream", &output) }
+            return
+        }
+        guard increment > 0 else { return reset(stream, .protocolError, &output) }
+        guard stream.sendWindow + increment <= HTTP2Session.maxWindow else { return reset(stream, .flowControlError, &output) }
+        stream.sendWindow += increment
+        if stream.isBlocked, stream.sendWindow > 0 { enqueue(stream) }
+    }
+
+    private func priority(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
+        // RFC 9113 §6.3: PRIORITY is still parsed, though its scheme is deprecated.
+        guard header.stream != 0 else { return fail(.protocolError, "PRIORITY on stream 0", &output) }
+        guard header.length == 5 else { return fail(.frameSizeError, "PRIORITY not 5 bytes long", &output) }
+        if Int32(bitPattern: FrameHeader.uint32(payload, at: 0) & 0x7FFF_FFFF) == header.stream {
+            return fail(.protocolError, "a stream depends on itself", &output)
+        }
+        spendControl(&output)
+    }
+
+    // MARK: - Request fields
+
+    /// One decoded field of a request: checked (``RequestFieldCheck``), and kept on the stream
+    /// when the server acts on it. Returns why the request is malformed, or nil. A value the
+    /// session remembers from an earlier stream was checked then.
+    private func field(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ stream: HTTP2Stream) -> StaticString? {
+        let known = HTTP2Session.field(name)
+        switch known {
+        case .authority, .host:
+            if let last = lastAuthority, last.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, value) }) {
+                if let why = block!.check.check(name, value, known: known, valueIsChecked: true) { return why }
+                if known == .authority { stream.setAuthority(last) } else { stream.setHostField(last) }
+                return nil
+            }
+        case .userAgent:
+            if let agent = lastUserAgent.value(for: value) {
+                if let why = block!.check.check(name, value, known: known, valueIsChecked: true) { return why }
+                stream.userAgent = agent
+                return nil
+            }
+        default: break
+        }
+        if let why = block!.check.check(name, value, known: known, valueIsChecked: false) { return why }
+        switch known {
         case .method:
             if Self.equals(value, "GET") {
                 stream.method = .get
@@ -400,139 +613,202 @@ final package class HTTP2Session: ProtocolSession {
         case .ifNoneMatch: stream.ifNoneMatch = String(decoding: value, as: UTF8.self)
         case .ifModifiedSince: stream.ifModifiedSince = String(decoding: value, as: UTF8.self)
         case .userAgent:
-            if let agent = lastUserAgent.value(for: value) {
-                stream.userAgent = agent
-            } else {
-                let agent = String(decoding: value, as: UTF8.self)
-                lastUserAgent.remember(value, as: agent)
-                stream.userAgent = agent
-            }
+            let agent = String(decoding: value, as: UTF8.self)
+            lastUserAgent.remember(value, as: agent)
+            stream.userAgent = agent
         case .contentLength:
-            // nghttp2 has checked it is digits and will check the DATA against it.
-            if value.count <= 18 { stream.contentLength = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } }
+            // Checked to be digits; a longer one is over any limit anyway.
+            stream.contentLength = value.count <= 18 ? value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } : Int.max
         case nil: break
         }
-        return 0
+        return nil
     }
 
-    /// The field for a `:authority` or Host value: the last one when the bytes are the same.
+    /// A new field for a `:authority` or Host value, remembered for the next stream.
     private func hostField(_ value: UnsafeBufferPointer<UInt8>) -> HTTP2Stream.HostField {
-        if let last = lastAuthority, last.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, value) }) { return last }
         let field = HTTP2Stream.HostField(value)
         lastAuthority = field
         return field
     }
 
-    /// A whole frame (HEADERS with its CONTINUATIONs as one): a request is complete at
-    /// END_STREAM.
-    func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
-        let header = frame.pointee.hd
-        guard header.type == FrameType.headers || header.type == FrameType.data, let stream = openStream(header.stream_id) else {
-            return 0
-        }
-        if header.type == FrameType.headers, let length = stream.contentLength, length > configuration.maxRequestBody {
-            refuse(header.stream_id, stream)
-            return 0
-        }
-        if header.flags & FrameFlag.endStream != 0 {
-            stream.isEndedByClient = true
-            respond(header.stream_id, stream)
-        }
-        return 0
-    }
+    // MARK: - Streams
 
-    /// Request body bytes: discarded, counted against the limit.
-    func dataChunk(stream id: Int32, count: Int) -> Int32 {
-        guard let stream = openStream(id) else { return 0 }
-        stream.bodyBytes += count
-        if stream.bodyBytes > configuration.maxRequestBody { refuse(id, stream) }
-        return 0
-    }
-
-    func streamClosed(_ id: Int32, errorCode: UInt32) -> Int32 {
-        guard let stream = streams.removeValue(forKey: id) else { return 0 }
-        if decoding?.id == id { decoding = nil }
-        let resetByServer = errorCode != NGHTTP2_NO_ERROR.rawValue && !stream.isResetByClient
-        history.recordClose(id, resetByServerAt: resetByServer ? clock.now : nil)
-        if streams.isEmpty { idleSince = clock.now }
-        // A stream we reset ourselves (its body was too large, nghttp2 found it malformed)
-        // spends from the same budget as the client's resets: a client must not make us reset
-        // streams faster than it could reset them itself ("MadeYouReset", CVE-2025-8671).
-        // Client resets were counted as frames.
-        if resetByServer, !resets.spend(now: clock.now), failure == nil {
-            failure = (NGHTTP2_ENHANCE_YOUR_CALM, "streams reset too fast")
-        }
-        return 0
-    }
-
-    /// Copies the next DATA frame's bytes straight from the response's body (the site's
-    /// prepared storage) into nghttp2's frame buffer. `stream` is the data source `submit`
-    /// gave nghttp2: it stays in the table, alive, until nghttp2 closes the stream, and nghttp2
-    /// reads no DATA after that.
-    func readBody(_ stream: HTTP2Stream, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let response = stream.response else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-        let offset = stream.bodySent
-        let count = min(length, response.body.count - offset)
-        response.body.withUnsafeBufferPointer { body in
-            buffer.update(from: body.baseAddress! + offset, count: count)
-        }
-        stream.bodySent = offset + count
-        if offset + count == response.body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-        return count
-    }
-
-    // MARK: - Requests
-
-    private func respond(_ id: Int32, _ stream: HTTP2Stream) {
-        guard !stream.isRefused, stream.response == nil else { return }
+    /// END_STREAM from the client: the request is whole (its body, if any, matched
+    /// content-length, §8.1.1); its response joins the send queue.
+    private func endRequest(_ stream: HTTP2Stream, _ output: inout Output) {
+        stream.isEndedByClient = true
+        if let length = stream.contentLength, length != stream.bodyBytes { return reset(stream, .protocolError, &output) }
         let response: Response
         switch stream.request() {
         case .success(let request): response = dispatch.respond(to: request, startedMicroseconds: stream.startedMicroseconds)
         case .failure(let error): response = dispatch.refuse(error, startedMicroseconds: stream.startedMicroseconds)
         }
         stream.response = response
-        submit(response, on: id, stream)
+        enqueue(stream)
     }
 
-    /// RST_STREAM CANCEL: a body over the limit (docs/serving.md, "HTTP/2"). The stream stays in
-    /// the table, marked, until nghttp2 closes it as the frame goes out.
-    private func refuse(_ id: Int32, _ stream: HTTP2Stream) {
-        guard !stream.isRefused else { return }
-        stream.isRefused = true
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
+    /// RST_STREAM from the server (a stream error, RFC 9113 §5.4.2): the stream closes at once;
+    /// frames of it the client already sent are ignored for a moment (``StreamHistory``).
+    private func reset(_ stream: HTTP2Stream, _ code: HTTP2ErrorCode, _ output: inout Output) {
+        output.appendFrame(type: FrameType.rstStream, stream: stream.id, value: code.rawValue)
+        close(stream, resetByServer: true)
+        spendServerReset(&output)
     }
 
-    private static let dateName: StaticString = "date"
+    /// A stream the server resets spends from the same budget as the client's resets: a client
+    /// must not make us reset streams faster than it could reset them itself ("MadeYouReset",
+    /// CVE-2025-8671).
+    private func spendServerReset(_ output: inout Output) {
+        if !resets.spend(now: clock.now) { fail(.enhanceYourCalm, "streams reset too fast", &output) }
+    }
 
-    /// HEADERS with the head's prepared fields (`:status` first) and `date`, then DATA from the
-    /// body unless the response has none to send (HEAD, 304, an empty body).
-    private func submit(_ response: Response, on id: Int32, _ stream: HTTP2Stream) {
-        let sendsBody = response.sendsBody && !response.body.isEmpty
-        fieldList.removeAll(keepingCapacity: true)
-        // The head's field bytes live as long as the stream holds its response, which is past
-        // the HEADERS frame going out: nghttp2 need not copy them.
-        let prepared = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
-        let bytes = response.head.http2Bytes
-        for field in response.head.http2Fields {
-            fieldList.append(nghttp2_nv(name: bytes + field.name, value: bytes + field.value,
-                                        namelen: field.nameLength, valuelen: field.valueLength, flags: prepared))
+    private func close(_ stream: HTTP2Stream, resetByServer: Bool) {
+        stream.isClosed = true
+        streams[stream.id] = nil
+        history.recordClose(stream.id, resetByServerAt: resetByServer ? clock.now : nil)
+        if streams.isEmpty { idleSince = clock.now }
+    }
+
+    private func enqueue(_ stream: HTTP2Stream) {
+        stream.isBlocked = false
+        guard !stream.isQueued else { return }
+        stream.isQueued = true
+        sendQueue.append(stream)
+    }
+
+    // MARK: - Frames out
+
+    /// The server's connection preface: its SETTINGS (RFC 9113 §3.4), before anything else.
+    private func writePreface(_ output: inout Output) {
+        guard !sentPreface else { return }
+        sentPreface = true
+        let settings: [(UInt16, Int)] = [
+            (SettingID.maxConcurrentStreams, configuration.maxConcurrentStreams),
+            (SettingID.maxHeaderListSize, configuration.maxHeaderListSize),
+            (SettingID.initialWindowSize, configuration.initialWindowSize),
+            // RFC 9218 §2.1: no priority tree (PRIORITY frames are checked, then ignored).
+            (SettingID.noRFC7540Priorities, 1),
+        ]
+        output.appendFrameHeader(length: 6 * settings.count, type: FrameType.settings, flags: 0, stream: 0)
+        for (id, value) in settings {
+            output.buffer += [UInt8(id >> 8), UInt8(id & 0xFF), UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF),
+                              UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
         }
-        let submitted = clock.date.withUnsafeBufferPointer { date in
-            // The date's bytes change with the second, maybe before the frame is out: copied.
-            fieldList.append(nghttp2_nv(name: UnsafeMutablePointer(mutating: HTTP2Session.dateName.utf8Start),
-                                        value: UnsafeMutablePointer(mutating: date.baseAddress!),
-                                        namelen: HTTP2Session.dateName.utf8CodeUnitCount, valuelen: date.count,
-                                        flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
-            // nghttp2 copies the list before returning; the provider is kept by value. Its
-            // source is the stream, for readBody.
-            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
-                                                 read_callback: HTTP2Callbacks.readBody)
-            return sendsBody
-                ? nghttp2_submit_response(session, id, fieldList, fieldList.count, &provider)
-                : nghttp2_submit_response(session, id, fieldList, fieldList.count, nil)
+    }
+
+    /// Writes the queued responses, in order, until `output` holds the high-water mark: each
+    /// stream's HEADERS, then its DATA as the windows allow. A stream whose window is used up
+    /// leaves the queue until a WINDOW_UPDATE; when the connection's is, everything waits.
+    private func produce(_ output: inout Output) {
+        while output.pending < configuration.outputHighWaterMark, sendHead < sendQueue.count {
+            let stream = sendQueue[sendHead]
+            guard !stream.isClosed, let response = stream.response else {
+                stream.isQueued = false
+                sendHead += 1
+                continue
+            }
+            let sendsBody = response.sendsBody && !response.body.isEmpty
+            if !stream.headersSent {
+                writeHeaders(stream.id, response.head, endStream: !sendsBody, &output)
+                stream.headersSent = true
+                if !sendsBody {
+                    finish(stream)
+                    continue
+                }
+            }
+            guard sendWindow > 0 else { break }
+            guard stream.sendWindow > 0 else {
+                stream.isBlocked = true
+                stream.isQueued = false
+                sendHead += 1
+                continue
+            }
+            let left = response.body.count - stream.bodySent
+            let count = min(left, peerMaxFrameSize, sendWindow, stream.sendWindow)
+            let isLast = count == left
+            output.appendFrameHeader(length: count, type: FrameType.data, flags: isLast ? FrameFlag.endStream : 0, stream: stream.id)
+            response.body.withUnsafeBufferPointer { body in
+                output.buffer.append(contentsOf: UnsafeBufferPointer(rebasing: body[stream.bodySent..<(stream.bodySent + count)]))
+            }
+            stream.bodySent += count
+            sendWindow -= count
+            stream.sendWindow -= count
+            if isLast { finish(stream) }
         }
-        // Fails only for a stream nghttp2 no longer knows, or out of memory.
-        if submitted != 0 { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_INTERNAL_ERROR.rawValue) }
+        if sendHead == sendQueue.count {
+            sendQueue.removeAll(keepingCapacity: true)
+            sendHead = 0
+        } else if sendHead > 64, sendHead * 2 > sendQueue.count {
+            sendQueue.removeFirst(sendHead)
+            sendHead = 0
+        }
+        isBackedUp = output.pending >= configuration.outputHighWaterMark
+    }
+
+    /// The response is written whole: the stream closes (the client had ended its side).
+    private func finish(_ stream: HTTP2Stream) {
+        stream.isQueued = false
+        sendHead += 1
+        close(stream, resetByServer: false)
+    }
+
+    /// HEADERS with the head's prepared block and the date; split into CONTINUATION frames only
+    /// if the client's frame size could not hold it (a head is far below the smallest, 16 KiB).
+    private func writeHeaders(_ id: Int32, _ head: ResponseHead, endStream: Bool, _ output: inout Output) {
+        let date = clock.date
+        let prefix = sentHeaderBlock ? 0 : 1
+        let length = prefix + head.http2Block.count + 3 + date.count
+        let flags = endStream ? FrameFlag.endStream : 0
+        if length <= peerMaxFrameSize {
+            output.appendFrameHeader(length: length, type: FrameType.headers, flags: flags | FrameFlag.endHeaders, stream: id)
+            if prefix == 1 { output.buffer.append(HeaderEncoder.tableSizeZero) }
+            output.buffer.append(contentsOf: head.http2Block)
+            writeDate(date, into: &output.buffer)
+        } else {
+            var block: [UInt8] = prefix == 1 ? [HeaderEncoder.tableSizeZero] : []
+            block += head.http2Block
+            writeDate(date, into: &block)
+            var at = 0
+            while at < block.count {
+                let count = min(peerMaxFrameSize, block.count - at)
+                let type = at == 0 ? FrameType.headers : FrameType.continuation
+                let end = at + count == block.count ? FrameFlag.endHeaders : 0
+                output.appendFrameHeader(length: count, type: type, flags: (at == 0 ? flags : 0) | end, stream: id)
+                output.buffer.append(contentsOf: block[at..<(at + count)])
+                at += count
+            }
+        }
+        sentHeaderBlock = true
+    }
+
+    private func writeDate(_ date: [UInt8], into out: inout [UInt8]) {
+        let field = (HeaderEncoder.datePrefix.0, HeaderEncoder.datePrefix.1, UInt8(date.count))
+        withUnsafeBytes(of: field) { out.append(contentsOf: $0) }
+        out.append(contentsOf: date)
+    }
+
+    private func writeGoAway(lastStream: Int32, _ code: HTTP2ErrorCode, _ output: inout Output) {
+        output.appendFrameHeader(length: 8, type: FrameType.goAway, flags: 0, stream: 0)
+        let id = UInt32(bitPattern: lastStream), value = code.rawValue
+        let payload = (UInt8(truncatingIfNeeded: id >> 24), UInt8(truncatingIfNeeded: id >> 16), UInt8(truncatingIfNeeded: id >> 8),
+                       UInt8(truncatingIfNeeded: id), UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+                       UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value))
+        withUnsafeBytes(of: payload) { output.buffer.append(contentsOf: $0) }
+    }
+
+    /// A connection error (RFC 9113 §5.4.1): GOAWAY with `code` and the last stream processed,
+    /// after whatever is already written, then close.
+    private func fail(_ code: HTTP2ErrorCode, _ reason: StaticString, _ output: inout Output) {
+        if failure == nil { failure = (code, reason) }
+        terminate(code, &output)
+    }
+
+    private func terminate(_ code: HTTP2ErrorCode, _ output: inout Output) {
+        guard !isTerminated else { return }
+        isTerminated = true
+        writePreface(&output)
+        writeGoAway(lastStream: min(history.highestOpened, goAwayLastStream ?? Int32.max), code, &output)
+        isBackedUp = false
     }
 
     // MARK: - Field names
@@ -562,20 +838,36 @@ final package class HTTP2Session: ProtocolSession {
     }
 }
 
-/// Frame types (RFC 9113 §6) as `nghttp2_frame_hd.type` holds them.
-package enum FrameType {
-    static package let data = UInt8(NGHTTP2_DATA.rawValue)
-    static package let headers = UInt8(NGHTTP2_HEADERS.rawValue)
-    static let rstStream = UInt8(NGHTTP2_RST_STREAM.rawValue)
-    static package let settings = UInt8(NGHTTP2_SETTINGS.rawValue)
-    static let ping = UInt8(NGHTTP2_PING.rawValue)
-    static let goAway = UInt8(NGHTTP2_GOAWAY.rawValue)
-    static let windowUpdate = UInt8(NGHTTP2_WINDOW_UPDATE.rawValue)
-    static let continuation = UInt8(NGHTTP2_CONTINUATION.rawValue)
-    static let priority = UInt8(NGHTTP2_PRIORITY.rawValue)
-}
+/// A header block being received (HEADERS, then CONTINUATION frames until END_HEADERS) and
+/// what it is for.
+private struct HeaderBlock {
+    enum Target {
+        /// A new request stream.
+        case request(HTTP2Stream)
+        /// Trailers: a second block on an open stream, which must end it.
+        case trailers(HTTP2Stream)
+        /// A stream beyond SETTINGS_MAX_CONCURRENT_STREAMS: RST_STREAM REFUSED_STREAM once decoded.
+        case refused(Int32)
+        /// Decoded for the HPACK table only (a stream after GOAWAY, or one the server reset).
+        case ignored
+    }
 
-package enum FrameFlag {
-    static let endStream = UInt8(NGHTTP2_FLAG_END_STREAM.rawValue)
-    static let ack = UInt8(NGHTTP2_FLAG_ACK.rawValue)
+    let streamID: Int32
+    let endStream: Bool
+    var target: Target
+    /// Bytes received (HEADERS and CONTINUATION fragments) and decoded (RFC 9113 §6.5.2).
+    var receivedBytes: Int
+    var decodedBytes = 0
+    var continuations = 0
+    var check = RequestFieldCheck()
+    /// Why the request is malformed, once a field says so; the rest of the block is decoded
+    /// (for the HPACK table) but not used.
+    var malformed: StaticString?
+
+    init(streamID: Int32, endStream: Bool, target: Target, receivedBytes: Int) {
+        self.streamID = streamID
+        self.endStream = endStream
+        self.target = target
+        self.receivedBytes = receivedBytes
+    }
 }

@@ -3,12 +3,14 @@ import AASAHTTP
 import Glibc
 #endif
 
-/// One request stream of an ``HTTP2Session``: the fields the server acts on, collected as
-/// nghttp2 decodes them, then the response being sent. In the session's table from the first
-/// HEADERS frame to nghttp2's stream close. A class: every callback (each header field, each
-/// DATA chunk read) reaches it through the table, and a struct of this size was copied out
-/// and destroyed each time (some 800 instructions per access, callgrind).
+/// One request stream of an ``HTTP2Session``: the fields the server acts on, collected as its
+/// header block is decoded, then the response being sent and the stream's flow-control windows.
+/// In the session's table from its HEADERS frame until it closes (the response's last frame
+/// written, or a RST_STREAM either way). A class: the session reaches it from its table, its
+/// send queue and the block being decoded, and a struct this size was copied out and destroyed
+/// at each access (some 800 instructions, callgrind).
 final package class HTTP2Stream {
+    package let id: Int32
     package let startedMicroseconds: Int64
     package var method: HTTPMethod?
     /// `:path` as sent, and its path: the part before any `?` or `#` (`/` when empty). Both are
@@ -23,20 +25,33 @@ final package class HTTP2Stream {
     package var contentLength: Int?
     /// Request body bytes received (and discarded).
     package var bodyBytes = 0
-    /// We reset it (body over the limit): no response, whatever else arrives.
-    var isRefused = false
-    /// The client sent RST_STREAM for it (already counted against the reset budget).
-    var isResetByClient = false
     /// The client sent END_STREAM: the stream is half-closed (remote), and any DATA or HEADERS
     /// on it is STREAM_CLOSED (RFC 9113 §5.1).
     var isEndedByClient = false
-    /// Kept alive until the stream closes: nghttp2 reads DATA from its body lazily, and the
-    /// HEADERS frame from its head's prepared field bytes.
-    package var response: Response?
-    package var bodySent = 0
+    /// Closed: out of the session's table; the send queue skips it.
+    var isClosed = false
 
-    package init(startedMicroseconds: Int64) {
+    /// What the stream may still send (RFC 9113 §6.9.1): SETTINGS_INITIAL_WINDOW_SIZE changes
+    /// it, and can make it negative (§6.9.2).
+    var sendWindow: Int
+    /// What the client may still send on it before the server opens the window again.
+    var receiveWindow: Int
+
+    /// The response, once the request is complete; its HEADERS frame is written when the
+    /// stream's turn in the send queue comes, then DATA from the body.
+    package var response: Response?
+    var headersSent = false
+    package var bodySent = 0
+    /// In the session's send queue.
+    var isQueued = false
+    /// Out of the queue until a WINDOW_UPDATE (or SETTINGS) opens its window again.
+    var isBlocked = false
+
+    package init(id: Int32, startedMicroseconds: Int64, sendWindow: Int, receiveWindow: Int) {
+        self.id = id
         self.startedMicroseconds = startedMicroseconds
+        self.sendWindow = sendWindow
+        self.receiveWindow = receiveWindow
     }
 
     /// A `:authority` or `Host` value, normalized when it arrives: the host it names (lower
@@ -88,8 +103,9 @@ final package class HTTP2Stream {
     }
 
     /// The request the fields describe, or the 400 an HTTP/1.1 request without a usable Host
-    /// gets. nghttp2 has already checked the pseudo-header rules (RFC 9113 §8.3): `:method`
-    /// present, `:path` present unless CONNECT, no connection-specific fields.
+    /// gets. The session has already checked the field rules (``RequestFieldCheck``, RFC 9113
+    /// §8.2, §8.3): `:method` present, `:path` present unless CONNECT, no connection-specific
+    /// fields.
     package func request() -> Result<HTTPRequest, HTTPError> {
         // RFC 9113 §8.3.1: `:authority` wins over Host when both are present.
         guard let field = authority ?? hostField else {

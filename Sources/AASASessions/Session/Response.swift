@@ -3,39 +3,18 @@ import AASAHTTP
 
 /// A response's status and headers, prepared once (per site version for the association
 /// files, per message for the rest) in both wire forms: HTTP/1.1 head bytes up to `Date: `,
-/// and header fields for HTTP/2. The `Date` and, for HTTP/1.1, the connection header and the
-/// blank line are added by the session that writes it.
-///
-/// `@unchecked Sendable`: it wraps `nghttp2_nv` fields pointing into memory of its own (fixed
-/// addresses, as nghttp2 needs), and nothing changes after `init`.
-public final class ResponseHead: @unchecked Sendable {
+/// and an HTTP/2 header block (HPACK). The `Date` and, for HTTP/1.1, the connection header and
+/// the blank line are added by the session that writes it.
+public final class ResponseHead: Sendable {
     public let status: HTTPStatus
     /// `HTTP/1.1 200 OK\r\n…Date: ` — everything before the date's value.
     package let http1: [UInt8]
     /// The body length the head announces (`Content-Length`).
     package let contentLength: Int?
-    /// The HTTP/2 fields as bytes, `:status` then the lower-case names and values given to
-    /// `init` (no `date` or connection-specific fields, RFC 9113 §8.2.2): each name and value at
-    /// an offset in `http2Bytes`, so framing a response copies no String. The fields themselves
-    /// are not kept: at 100 000 sites they would be a tenth of the memory.
-    let http2Fields: [FieldSpan]
-    let http2Bytes: UnsafeMutablePointer<UInt8>
-
-    /// Offsets and lengths in `http2Bytes`, 16 bits each: a head is a few hundred bytes, and
-    /// a site keeps two heads (200 and 304) per file version.
-    package struct FieldSpan {
-        private var storage: (UInt16, UInt16, UInt16, UInt16)
-        package var name: Int { Int(storage.0) }
-        var nameLength: Int { Int(storage.1) }
-        package var value: Int { Int(storage.2) }
-        var valueLength: Int { Int(storage.3) }
-
-        package init(name: Int, nameLength: Int, value: Int, valueLength: Int) {
-            // A header section is bounded far below 64 KiB (the fields are the server's own).
-            precondition(value + valueLength <= Int(UInt16.max), "response head over 64 KiB")
-            storage = (UInt16(name), UInt16(nameLength), UInt16(value), UInt16(valueLength))
-        }
-    }
+    /// The HTTP/2 header block: `:status` then the lower-case names and values given to `init`
+    /// (no `date` or connection-specific fields, RFC 9113 §8.2.2), each a literal without
+    /// indexing (``HeaderEncoder``), so every stream of every connection sends these same bytes.
+    package let http2Block: [UInt8]
 
     package init(status: HTTPStatus, fields: [(name: String, value: String)], contentLength: Int?) {
         self.status = status
@@ -45,23 +24,8 @@ public final class ResponseHead: @unchecked Sendable {
         for (name, value) in fields { head += "\(ResponseHead.http1Name(name)): \(value)\r\n" }
         head += "Date: "
         self.http1 = Array(head.utf8)
-
-        var bytes: [UInt8] = []
-        var spans: [FieldSpan] = []
-        for (name, value) in [(":status", String(status.rawValue))] + fields {
-            let nameStart = bytes.count
-            bytes += name.utf8
-            let valueStart = bytes.count
-            bytes += value.utf8
-            spans.append(FieldSpan(name: nameStart, nameLength: valueStart - nameStart, value: valueStart,
-                                   valueLength: bytes.count - valueStart))
-        }
-        http2Fields = spans
-        http2Bytes = .allocate(capacity: max(bytes.count, 1))
-        http2Bytes.initialize(from: bytes, count: bytes.count)
+        http2Block = HeaderEncoder.block(status: status.rawValue, fields: fields)
     }
-
-    deinit { http2Bytes.deallocate() }
 
     /// The conventional capitalisation on HTTP/1.1 (`content-type` → `Content-Type`,
     /// `etag` → `ETag`); field names are case-insensitive, but people read these heads.

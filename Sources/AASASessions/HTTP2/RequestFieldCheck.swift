@@ -1,0 +1,103 @@
+import AASAHTTP
+
+/// The rules a request's header block must follow (RFC 9113 §8.2, §8.3), checked field by field
+/// as it is decoded. A block that breaks one is malformed: the stream is reset with
+/// PROTOCOL_ERROR (§8.1.1) and nothing of it reaches the handlers.
+struct RequestFieldCheck {
+    private var sawRegularField = false
+    /// Pseudo-header fields seen, one bit each (`Pseudo`).
+    private var pseudo: UInt8 = 0
+    private var isConnect = false
+    private var sawHost = false
+
+    private enum Pseudo {
+        static let method: UInt8 = 1, scheme: UInt8 = 2, path: UInt8 = 4, authority: UInt8 = 8
+    }
+
+    /// Why the field makes the request malformed, or nil. `known` is the session's reading of
+    /// the name (a name it recognised is already known to be valid); `valueIsChecked` says the
+    /// value is one the session checked on an earlier stream.
+    mutating func check(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>,
+                        known: HTTP2Session.Field?, valueIsChecked: Bool) -> StaticString? {
+        if !valueIsChecked, let why = RequestFieldCheck.checkValue(value) { return why }
+        if name.first == UInt8(ascii: ":") {
+            if sawRegularField { return "a pseudo-header field after a regular field" }
+            let bit: UInt8
+            switch known {
+            case .method: bit = Pseudo.method
+            case .path: bit = Pseudo.path
+            case .authority: bit = Pseudo.authority
+            default:
+                guard HTTP2Session.equals(name, ":scheme") else { return "an unknown pseudo-header field" }
+                bit = Pseudo.scheme
+            }
+            if pseudo & bit != 0 { return "a repeated pseudo-header field" }
+            pseudo |= bit
+            if bit == Pseudo.method, HTTP2Session.equals(value, "CONNECT") { isConnect = true }
+            if bit == Pseudo.path, value.isEmpty { return "an empty :path" }
+            return nil
+        }
+        sawRegularField = true
+        switch known {
+        case .host:
+            sawHost = true
+            return nil
+        case .contentLength:
+            return !value.isEmpty && value.allSatisfy({ $0 &- 0x30 < 10 }) ? nil : "an invalid content-length"
+        case .some: return nil
+        case nil: break
+        }
+        if !RequestFieldCheck.isValidName(name) { return "an invalid field name" }
+        switch name.count {
+        case 2:
+            return HTTP2Session.equals(name, "te") && !HTTP2Session.equals(value, "trailers") ? "TE other than trailers" : nil
+        case 7:
+            return HTTP2Session.equals(name, "upgrade") ? "a connection-specific field" : nil
+        case 10:
+            return HTTP2Session.equals(name, "connection") || HTTP2Session.equals(name, "keep-alive")
+                ? "a connection-specific field" : nil
+        case 16:
+            return HTTP2Session.equals(name, "proxy-connection") ? "a connection-specific field" : nil
+        case 17:
+            return HTTP2Session.equals(name, "transfer-encoding") ? "a connection-specific field" : nil
+        default: return nil
+        }
+    }
+
+    /// Why the whole block is malformed, or nil: what must be present (§8.3.1, §8.5).
+    func finish() -> StaticString? {
+        if pseudo & Pseudo.method == 0 { return "no :method" }
+        if isConnect {
+            if pseudo & (Pseudo.scheme | Pseudo.path) != 0 { return ":scheme or :path in a CONNECT request" }
+            if pseudo & Pseudo.authority == 0 { return "a CONNECT request without :authority" }
+            return nil
+        }
+        if pseudo & Pseudo.scheme == 0 { return "no :scheme" }
+        if pseudo & Pseudo.path == 0 { return "no :path" }
+        if pseudo & Pseudo.authority == 0, !sawHost { return "neither :authority nor Host" }
+        return nil
+    }
+
+    /// A trailer field (a second header block): no pseudo-header fields (§8.1).
+    static func checkTrailer(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> StaticString? {
+        if let why = checkValue(value) { return why }
+        return isValidName(name) ? nil : "an invalid trailer field"
+    }
+
+    /// No NUL, CR or LF, and no whitespace at either end (§8.2.1).
+    private static func checkValue(_ value: UnsafeBufferPointer<UInt8>) -> StaticString? {
+        guard let first = value.first, let last = value.last else { return nil }
+        if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return "whitespace around a field value" }
+        return ByteScan.containsNULOrLineBreak(value) ? "NUL, CR or LF in a field value" : nil
+    }
+
+    /// Not empty; no control characters, space, upper case, DEL, non-ASCII or colon (§8.2.1,
+    /// §8.3: a colon begins only a pseudo-header's name).
+    private static func isValidName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !name.isEmpty else { return false }
+        for byte in name where byte <= 0x20 || byte >= 0x7F || byte &- 0x41 < 26 || byte == UInt8(ascii: ":") {
+            return false
+        }
+        return true
+    }
+}
