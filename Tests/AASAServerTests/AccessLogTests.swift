@@ -13,9 +13,17 @@ import Testing
     private static func line(_ format: LogFormat, request: HTTPRequest?, client: String = "192.0.2.1", status: Int = 200,
                              bytes: Int = 727, duration: Int64 = 1_234) -> String {
         let log = AccessLog(format: format)
-        log.append(timeMilliseconds: time, client: client, request: request, status: status, bytes: bytes,
-                   durationMicroseconds: duration)
+        append(to: log, time: time, client: client, request: request, status: status, bytes: bytes, duration: duration)
         return log.pendingText
+    }
+
+    /// A request's line, or a refusal's when `request` is nil.
+    static func append(to log: AccessLog, time: Int64, client: String, request: HTTPRequest?, status: Int, bytes: Int, duration: Int64) {
+        if let request {
+            log.append(timeMilliseconds: time, client: client, request: request, status: status, bytes: bytes, durationMicroseconds: duration)
+        } else {
+            log.appendRefused(timeMilliseconds: time, client: client, status: status, bytes: bytes, durationMicroseconds: duration)
+        }
     }
 
     private static let get = HTTPRequest(method: .get, target: "/.well-known/apple-app-site-association?x=1",
@@ -89,8 +97,8 @@ import Testing
                 if round % 16 == 0 { logs[format] = AccessLog(format: format) }
                 let log = logs[format]!
                 let before = log.pendingText.utf8.count
-                log.append(timeMilliseconds: time, client: client, request: request, status: status, bytes: bytes,
-                           durationMicroseconds: duration)
+                AccessLogTests.append(to: log, time: time, client: client, request: request, status: status, bytes: bytes,
+                                      duration: duration)
                 let expected = ReferenceLine.line(format, time: time, client: client, request: request, status: status,
                                                   bytes: bytes, duration: duration)
                 let line = String(decoding: log.pendingText.utf8.dropFirst(before), as: UTF8.self)

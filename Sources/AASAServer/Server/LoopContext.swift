@@ -93,17 +93,22 @@ final class LoopContext {
     func refuse(_ error: HTTPError, connection: ConnectionFacts, startedMicroseconds: Int64) -> Response {
         let response = Response.message(error.status, error.reason + "\n", request: nil, site: "unknown")
         if connection.listener != .admin {
-            record(response, request: nil, connection: connection, startedMicroseconds: startedMicroseconds)
+            counters.count(site: response.siteLabel, file: response.file, status: response.status)
+            accessLog.appendRefused(timeMilliseconds: wallClockMilliseconds(), client: connection.client, status: response.status,
+                                    bytes: response.bodyBytes, durationMicroseconds: duration(since: startedMicroseconds))
         }
         return response
     }
 
     /// Counts and logs a response; returns who fetched, as the access log tells from the agent.
-    @discardableResult
-    private func record(_ response: Response, request: HTTPRequest?, connection: ConnectionFacts, startedMicroseconds: Int64) -> StaticString? {
+    private func record(_ response: Response, request: HTTPRequest, connection: ConnectionFacts, startedMicroseconds: Int64) -> StaticString? {
         counters.count(site: response.siteLabel, file: response.file, status: response.status)
         return accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
-                         status: response.status, bytes: response.bodyBytes,
-                         durationMicroseconds: startedMicroseconds == 0 ? 0 : clock.microseconds() - startedMicroseconds)
+                                status: response.status, bytes: response.bodyBytes,
+                                durationMicroseconds: duration(since: startedMicroseconds))
+    }
+
+    private func duration(since startedMicroseconds: Int64) -> Int64 {
+        startedMicroseconds == 0 ? 0 : clock.microseconds() - startedMicroseconds
     }
 }

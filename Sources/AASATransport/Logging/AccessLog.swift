@@ -77,27 +77,35 @@ final package class AccessLog {
         return bytes.count - i >= n && memcmp(bytes.baseAddress! + i, text.utf8Start, n) == 0
     }
 
-    /// Appends the line for one answered (or refused: `request` nil) request, and returns who
-    /// fetched (``fetcher(userAgent:)``), so the agent is scanned once per request.
+    /// Appends the line for one answered request, and returns who fetched
+    /// (``fetcher(userAgent:)``), so the agent is scanned once per request. The request is
+    /// borrowed: an optional parameter made a copy of it per line (six retains and releases).
     @discardableResult
-    package func append(timeMilliseconds: Int64, client: String, request: HTTPRequest?, status: Int, bytes: Int,
-                durationMicroseconds: Int64) -> StaticString? {
-        let second = timeMilliseconds / 1000
-        if second != prefixSecond {
-            prefixSecond = second
-            secondPrefix = Array(HTTPDate.iso8601(milliseconds: second * 1000).utf8.dropLast(4))
-        }
-        guard let request else {
-            // Refused before a request was parsed: no host, method, target or agent.
-            return write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
-                         bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
-        }
+    package func append(timeMilliseconds: Int64, client: String, request: HTTPRequest, status: Int, bytes: Int,
+                        durationMicroseconds: Int64) -> StaticString? {
+        updateSecond(timeMilliseconds)
         let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
         return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host ?? "", method: request.method.text,
               target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
               userAgent: request.userAgent ?? "", version: request.version)
     }
 
+    /// Appends the line for a request refused before it was parsed: no host, method, target or agent.
+    package func appendRefused(timeMilliseconds: Int64, client: String, status: Int, bytes: Int, durationMicroseconds: Int64) {
+        updateSecond(timeMilliseconds)
+        write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
+              bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
+    }
+
+    private func updateSecond(_ timeMilliseconds: Int64) {
+        let second = timeMilliseconds / 1000
+        if second != prefixSecond {
+            prefixSecond = second
+            secondPrefix = Array(HTTPDate.iso8601(milliseconds: second * 1000).utf8.dropLast(4))
+        }
+    }
+
+    @discardableResult
     private func write(timeMilliseconds: Int64, client: String, host: String, method: String, target: String, status: Int,
                        bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) -> StaticString? {
         if userAgent != lastAgent {
