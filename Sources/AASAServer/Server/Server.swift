@@ -164,7 +164,6 @@ public final class Server {
         // final flush of the logs gets what is left of it, at most 2 s (at least 0.1 s, so
         // that a reader that keeps up gets the last lines even with --shutdown-grace 0).
         let graceEnd = monotonicMilliseconds() + Int64(configuration.shutdownGraceSeconds) * 1000
-        log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
         for waker in wakers { waker.signal() }
         // Close the client listeners as soon as no loop watches them: a balancer's next
         // connection is refused at once and goes to another replica, instead of waiting in
@@ -174,6 +173,8 @@ public final class Server {
             usleep(1000)
         }
         for l in listeners where l.kind != .admin { close(l.fd) }
+        // Logged once new connections are refused, which is what a reader of the line expects.
+        log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
         for t in threads { pthread_join(t, nil) }
         for l in listeners where l.kind == .admin { close(l.fd) }
         log.info("stopped")
