@@ -110,8 +110,12 @@ public struct RequestParser: Sendable {
     private var lastHost = RememberedField()
     private var lastUserAgent = RememberedField()
 
-    public init(limits: HTTPLimits = HTTPLimits()) {
+    /// Targets whose Strings are made once (``InternedTargets``).
+    private let targets: InternedTargets?
+
+    public init(limits: HTTPLimits = HTTPLimits(), targets: InternedTargets? = nil) {
         self.limits = limits
+        self.targets = targets
     }
 
     /// Forgets the request just parsed; call before parsing the next one.
@@ -241,13 +245,19 @@ public struct RequestParser: Sendable {
         } else {
             return .error(HTTPError(.badRequest, "unsupported request target form"))
         }
-        var pathEnd = pathStart
-        while pathEnd < targetBytes.endIndex, line[pathEnd] != UInt8(ascii: "?"), line[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
-        let target = String(decoding: targetBytes, as: UTF8.self)
-        // An origin-form target without a query is its own path (most requests): one String.
-        let path = pathEnd == pathStart ? "/"
-            : pathStart == targetBytes.startIndex && pathEnd == targetBytes.endIndex ? target
-            : String(decoding: line[pathStart..<pathEnd], as: UTF8.self)
+        let target: String, path: String
+        if targetHost == nil, let interned = targets?.text(for: UnsafeBufferPointer(rebasing: targetBytes)) {
+            // One of the paths the server expects (a path, so no query): its String, made once.
+            (target, path) = (interned, interned)
+        } else {
+            var pathEnd = pathStart
+            while pathEnd < targetBytes.endIndex, line[pathEnd] != UInt8(ascii: "?"), line[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
+            target = String(decoding: targetBytes, as: UTF8.self)
+            // An origin-form target without a query is its own path (most requests): one String.
+            path = pathEnd == pathStart ? "/"
+                : pathStart == targetBytes.startIndex && pathEnd == targetBytes.endIndex ? target
+                : String(decoding: line[pathStart..<pathEnd], as: UTF8.self)
+        }
 
         // Header fields.
         var hostField: String?
@@ -527,6 +537,25 @@ struct ByteSet {
         if b < 64 { return low >> b & 1 != 0 }
         if b < 128 { return high >> (b & 63) & 1 != 0 }
         return false
+    }
+}
+
+/// Request targets a server expects, each made into a String once (the paths it serves files
+/// at). A request for one of them is handed that String: parsing it makes none, and a handler
+/// comparing the path with the same String finds them equal without reading the bytes.
+public final class InternedTargets: Sendable {
+    private let entries: [(bytes: [UInt8], text: String)]
+
+    public init(_ targets: [String]) {
+        entries = targets.map { (Array($0.utf8), $0) }
+    }
+
+    /// The String for `bytes` if it is one of the targets: lengths first, then the bytes.
+    public func text(for bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        for entry in entries where entry.bytes.count == bytes.count {
+            if entry.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, bytes) }) { return entry.text }
+        }
+        return nil
     }
 }
 

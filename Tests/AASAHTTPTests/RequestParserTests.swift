@@ -59,6 +59,35 @@ func status(_ text: String) -> Int? {
         #expect(r.host == "a.example.com" && r.userAgent == nil)
     }
 
+    @Test func aKnownTargetIsHandedOutAsItsOwnStringAndAnyOtherIsMade() throws {
+        let known = "/.well-known/apple-app-site-association", other = "/.well-known/apple-app-site-associatioN"
+        let targets = InternedTargets(["/x", known])
+        var parser = RequestParser(targets: targets)
+        func next(_ target: String) -> HTTPRequest? {
+            defer { parser.reset() }
+            guard case .request(let r, _) = Array("GET \(target) HTTP/1.1\r\nHost: a.example\r\n\r\n".utf8).withUnsafeBytes({ parser.parse($0) })
+            else { return nil }
+            return r
+        }
+        /// Where a String's bytes are: the same address is the same String.
+        func storage(_ s: String) -> UnsafePointer<UInt8>? {
+            var s = s
+            return s.withUTF8 { $0.baseAddress }
+        }
+        let interned = try #require(Array(known.utf8).withUnsafeBufferPointer { targets.text(for: $0) })
+        let hit = try #require(next(known))
+        #expect(hit.path == known && hit.target == known)
+        #expect(storage(hit.path) == storage(interned) && storage(hit.target) == storage(interned))
+        // Same length, one byte different; a query; a prefix: each made from its bytes.
+        for target in [other, known + "?x=1", "/.well-known/apple-app-site-associatio"] {
+            let r = try #require(next(target))
+            #expect(r.target == target)
+            #expect(storage(r.target) != storage(interned))
+        }
+        #expect(next(known + "?x=1")?.path == known)
+        #expect(next("http://a.example\(known)")?.path == known)
+    }
+
     @Test func theAbsoluteFormHostWinsOverTheHostField() throws {
         let r = try request("GET https://WWW.example.com/apple-app-site-association HTTP/1.1\r\nHost: other.com\r\n\r\n")
         #expect(r.host == "www.example.com")

@@ -28,6 +28,12 @@ public enum AssociationFileKind: String, Sendable, CaseIterable, Hashable, Custo
     /// "Responses"), which is not listed here.
     public var urlPath: String { "/.well-known/" + fileName }
 
+    /// Every path a file is served at (each kind's ``urlPath``, and the legacy AASA path), each
+    /// String made once: the request parsers hand out these same Strings for a request to one of
+    /// them, and the handler compares with them, which is immediate for the same String.
+    public static let servedPaths: [(path: String, kind: AssociationFileKind)] =
+        allCases.map { ($0.urlPath, $0) } + [(legacyAASAPath, .aasa)]
+
     /// Where an AASA file was fetched before `/.well-known/` (iOS 9.2 and earlier; `aasa check`
     /// tries it when the well-known path fails, and `serve` answers it as the well-known one).
     public static let legacyAASAPath = "/apple-app-site-association"

@@ -44,11 +44,10 @@ final class FetchRecords: Sendable {
         kind.utf8Start.pointee == UInt8(ascii: "a") ? .appleCDN : .device
     }
 
-    /// Whether a path is the AASA file's, at either location: lengths first, as the handler does.
+    /// Whether a path is the AASA file's, at either location.
     @inline(__always)
     static func isAASAPath(_ path: String) -> Bool {
-        let n = path.utf8.count
-        return (n == 39 && path == AssociationFileHandler.wellKnownPath) || (n == 27 && path == AssociationFileHandler.rootPath)
+        AssociationFileHandler.kind(of: path) == .aasa
     }
 
     /// Records a fetch of a site's AASA file (the caller has checked the path and the agent).

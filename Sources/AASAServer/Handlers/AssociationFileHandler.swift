@@ -7,18 +7,14 @@ import AASASessions
 /// host, checks the connection's certificate covers it, and answers with the site's prepared
 /// response.
 enum AssociationFileHandler {
-    static let wellKnownPath = AssociationFileKind.aasa.urlPath
-    static let rootPath = AssociationFileKind.legacyAASAPath
-
     /// The kind of association file a path names (docs/serving.md, "Responses"), or nil. The AASA
     /// file is also served at the root, where iOS looked for it before `/.well-known/`.
     static func kind(of path: String) -> AssociationFileKind? {
-        // Compared by length first: nearly every request is for the AASA file.
-        switch path.utf8.count {
-        case wellKnownPath.utf8.count where path == wellKnownPath: return .aasa
-        case rootPath.utf8.count where path == rootPath: return .aasa
-        default: return AssociationFileKind.allCases.first { $0.urlPath == path }
-        }
+        // Compared by length first. The parsers hand out these same Strings for these paths
+        // (`InternedTargets`), which `==` finds equal at once.
+        let count = path.utf8.count
+        for (served, kind) in AssociationFileKind.servedPaths where served.utf8.count == count && served == path { return kind }
+        return nil
     }
 
     static func isAssociationPath(_ path: String) -> Bool {

@@ -1,3 +1,4 @@
+import AASACore
 import AASAHTTP
 
 /// HTTP/1.1 settings (docs/serving.md, "HTTP/1.1 and limits"), handed to every ``HTTP1Session``.
@@ -5,6 +6,8 @@ import AASAHTTP
 public struct HTTP1Configuration: Sendable {
     /// Request line and header section limits, checked as bytes arrive.
     public var limits = HTTPLimits()
+    /// The paths the server serves files at: a request for one of them makes no String.
+    public var targets = InternedTargets.associationFiles
     /// A request head not complete this long after its first byte is answered with 408. The
     /// same time bounds how long a new connection may take to send its first byte.
     public var headerTimeout: Int64 = 10_000
@@ -18,4 +21,9 @@ public struct HTTP1Configuration: Sendable {
     public var outputHighWater = 256 * 1024
 
     public init() {}
+}
+
+extension InternedTargets {
+    /// ``AssociationFileKind/servedPaths``, shared by every session.
+    public static let associationFiles = InternedTargets(AssociationFileKind.servedPaths.map(\.path))
 }

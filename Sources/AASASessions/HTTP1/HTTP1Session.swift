@@ -36,7 +36,7 @@ final package class HTTP1Session: ProtocolSession {
         self.mayBeHTTP2Preface = mayBeHTTP2Preface
         self.clock = clock
         self.dispatch = dispatch
-        self.parser = RequestParser(limits: configuration.limits)
+        self.parser = RequestParser(limits: configuration.limits, targets: configuration.targets)
         self.openedAt = clock.now
         self.lastActivity = clock.now
     }

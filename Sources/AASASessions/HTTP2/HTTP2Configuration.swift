@@ -1,3 +1,5 @@
+import AASAHTTP
+
 /// Limits of the HTTP/2 layer (docs/serving.md, "HTTP/2"), handed to each ``HTTP2Session``. The
 /// defaults are the contract; tests and the fuzzer lower them to reach the edges quickly.
 package struct HTTP2Configuration: Sendable {
@@ -29,6 +31,8 @@ package struct HTTP2Configuration: Sendable {
     /// (Below 256 KiB, the size above which ``Output`` gives its buffer back, so a large download
     /// does not reallocate it.)
     var outputHighWaterMark = 224 * 1024
+    /// The paths the server serves files at: a request for one of them makes no String.
+    var targets = InternedTargets.associationFiles
 
     /// RST_STREAM frames from the client: the rapid-reset attack (CVE-2023-44487) opens and
     /// cancels streams to make the server start work the client never waits for.

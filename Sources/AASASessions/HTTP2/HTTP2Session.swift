@@ -607,7 +607,7 @@ final package class HTTP2Session: ProtocolSession {
             } else {
                 stream.method = .other(String(decoding: value, as: UTF8.self))
             }
-        case .path: stream.setPath(value)
+        case .path: stream.setPath(value, targets: configuration.targets)
         case .authority: stream.setAuthority(hostField(value))
         case .host: stream.setHostField(hostField(value))
         case .ifNoneMatch: stream.ifNoneMatch = String(decoding: value, as: UTF8.self)

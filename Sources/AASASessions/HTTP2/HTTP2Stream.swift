@@ -86,7 +86,12 @@ final package class HTTP2Stream {
         package var text: String { sent ?? host! }
     }
 
-    func setPath(_ bytes: UnsafeBufferPointer<UInt8>) {
+    /// `:path`: one of `targets`' Strings when it is one of them (no query, so also the path).
+    func setPath(_ bytes: UnsafeBufferPointer<UInt8>, targets: InternedTargets) {
+        if let interned = targets.text(for: bytes) {
+            (target, path) = (interned, interned)
+            return
+        }
         let target = String(decoding: bytes, as: UTF8.self)
         self.target = target
         path = HTTP2Stream.path(of: bytes, target: target)
