@@ -34,15 +34,24 @@ public enum ByteScan {
     /// The index of the first CR or LF at or after `start`, or `bytes.count`.
     @inlinable
     public static func firstLineBreak(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        firstIndex(of: 0x0D, or: 0x0A, in: bytes, from: start)
+    }
+
+    /// The index of the first `a` or `b` at or after `start`, or `bytes.count`. Within a word,
+    /// the lowest flagged byte is the first match (a flag above a true match can be spurious, one
+    /// below it never is).
+    @inlinable
+    public static func firstIndex(of a: UInt8, or b: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         var i = start
         if let base = bytes.baseAddress {
             while i + 8 <= bytes.count {
                 let w = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if has(w, 0x0D) | has(w, 0x0A) != 0 { break }
+                let found = has(w, a) | has(w, b)
+                if found != 0 { return i + found.trailingZeroBitCount / 8 }
                 i += 8
             }
         }
-        while i < bytes.count, bytes[i] != 0x0A, bytes[i] != 0x0D { i += 1 }
+        while i < bytes.count, bytes[i] != a, bytes[i] != b { i += 1 }
         return i
     }
 

@@ -189,14 +189,16 @@ public struct RequestParser: Sendable {
         let line = UnsafeBufferPointer(rebasing: bytes[lineStart..<lineEnd])
 
         // request-line = method SP request-target SP HTTP-version
-        guard let sp1 = line.firstIndex(of: 0x20), sp1 > 0 else {
+        let sp1 = ByteScan.firstIndex(of: 0x20, or: 0x20, in: line, from: 0)
+        guard sp1 < line.count, sp1 > 0 else {
             return .error(HTTPError(.badRequest, "malformed request line"))
         }
         let methodBytes = line[0..<sp1]
         guard methodBytes.allSatisfy(RequestParser.isTokenChar) else {
             return .error(HTTPError(.badRequest, "invalid method"))
         }
-        guard let sp2 = line[(sp1 + 1)...].firstIndex(of: 0x20), sp2 > sp1 + 1 else {
+        let sp2 = ByteScan.firstIndex(of: 0x20, or: 0x20, in: line, from: sp1 + 1)
+        guard sp2 < line.count, sp2 > sp1 + 1 else {
             return .error(HTTPError(.badRequest, "malformed request line"))
         }
         let targetBytes = line[(sp1 + 1)..<sp2]
@@ -250,8 +252,8 @@ public struct RequestParser: Sendable {
             // One of the paths the server expects (a path, so no query): its String, made once.
             (target, path) = (interned, interned)
         } else {
-            var pathEnd = pathStart
-            while pathEnd < targetBytes.endIndex, line[pathEnd] != UInt8(ascii: "?"), line[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
+            let pathEnd = ByteScan.firstIndex(of: UInt8(ascii: "?"), or: UInt8(ascii: "#"),
+                                              in: UnsafeBufferPointer(rebasing: line[..<targetBytes.endIndex]), from: pathStart)
             target = String(decoding: targetBytes, as: UTF8.self)
             // An origin-form target without a query is its own path (most requests): one String.
             path = pathEnd == pathStart ? "/"
@@ -285,7 +287,8 @@ public struct RequestParser: Sendable {
             if let first = field.first, first == 0x20 || first == 0x09 {
                 return .error(HTTPError(.badRequest, "obsolete line folding in a header field"))
             }
-            guard let colon = field.firstIndex(of: UInt8(ascii: ":")), colon > 0 else {
+            let colon = ByteScan.firstIndex(of: UInt8(ascii: ":"), or: UInt8(ascii: ":"), in: field, from: 0)
+            guard colon < field.count, colon > 0 else {
                 return .error(HTTPError(.badRequest, "header field without a name"))
             }
             guard field[0..<colon].allSatisfy(RequestParser.isTokenChar) else {
@@ -379,19 +382,41 @@ public struct RequestParser: Sendable {
     }
 
     /// Which known field a name is: chosen by length first, so most fields cost one comparison.
+    /// `name` holds token characters only (checked before).
     static func knownField(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Field? {
+        let p = UnsafeRawPointer(name.base.baseAddress! + name.startIndex)
         switch name.count {
-        case 4: return equalsIgnoringCase(name, "host") ? .host : nil
+        case 4: return isName(p, "host") ? .host : nil
         case 10:
-            if equalsIgnoringCase(name, "connection") { return .connection }
-            return equalsIgnoringCase(name, "user-agent") ? .userAgent : nil
-        case 13: return equalsIgnoringCase(name, "if-none-match") ? .ifNoneMatch : nil
-        case 14: return equalsIgnoringCase(name, "content-length") ? .contentLength : nil
+            if isName(p, "connection") { return .connection }
+            return isName(p, "user-agent") ? .userAgent : nil
+        case 13: return isName(p, "if-none-match") ? .ifNoneMatch : nil
+        case 14: return isName(p, "content-length") ? .contentLength : nil
         case 17:
-            if equalsIgnoringCase(name, "transfer-encoding") { return .transferEncoding }
-            return equalsIgnoringCase(name, "if-modified-since") ? .ifModifiedSince : nil
+            if isName(p, "transfer-encoding") { return .transferEncoding }
+            return isName(p, "if-modified-since") ? .ifModifiedSince : nil
         default: return nil
         }
+    }
+
+    /// Whether the token characters at `p` spell `lower` (its length) in any case, eight bytes
+    /// at a time. Setting bit 0x20 lower-cases a letter and leaves `-` and digits as they are;
+    /// the only other token characters it changes (`^`, `_`) are in no name compared here.
+    @inline(__always)
+    static func isName(_ p: UnsafeRawPointer, _ lower: StaticString) -> Bool {
+        let l = UnsafeRawPointer(lower.utf8Start)
+        let n = lower.utf8CodeUnitCount
+        var i = 0
+        while i + 8 <= n {
+            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) | 0x2020_2020_2020_2020
+                != l.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < n {
+            if p.load(fromByteOffset: i, as: UInt8.self) | 0x20 != l.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
     }
 
     /// RFC 9110 §5.6.2 tchar. It is asked for every byte of every field name: a bit set held

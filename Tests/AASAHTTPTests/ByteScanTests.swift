@@ -5,7 +5,9 @@ import Testing
 /// up to a few words with each kind of byte at every position.
 @Suite struct ByteScanTests {
     private static let interesting: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x26, 0x3C, 0x3E, 0x5C, 0x7E,
-                                               0x7F, 0x80, 0xA8, 0xE2, 0xFF, UInt8(ascii: "s"), UInt8(ascii: "C")]
+                                               0x7F, 0x80, 0xA8, 0xE2, 0xFF, UInt8(ascii: "s"), UInt8(ascii: "C"),
+                                               // Next to the bytes searched for, where a borrow flags a neighbour.
+                                               0x0C, 0x0E, 0x3A, 0x3B, 0x3F, 0x3E, 0x23, 0x24]
 
     /// Spans of `length` plain letters with one interesting byte at each position, two side by
     /// side at a few, and none.
@@ -48,6 +50,10 @@ import Testing
                     for start in 0...length {
                         let expected = bytes[start...].firstIndex { $0 == 0x0A || $0 == 0x0D } ?? length
                         #expect(ByteScan.firstLineBreak(bytes, from: start) == expected)
+                        let query = bytes[start...].firstIndex { $0 == 0x3F || $0 == 0x23 } ?? length
+                        #expect(ByteScan.firstIndex(of: 0x3F, or: 0x23, in: bytes, from: start) == query)
+                        let colon = bytes[start...].firstIndex { $0 == 0x3A } ?? length
+                        #expect(ByteScan.firstIndex(of: 0x3A, or: 0x3A, in: bytes, from: start) == colon)
                     }
                 }
             }

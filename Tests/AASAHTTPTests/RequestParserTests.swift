@@ -88,6 +88,18 @@ func status(_ text: String) -> Int? {
         #expect(next("http://a.example\(known)")?.path == known)
     }
 
+    @Test func fieldNamesAreFoundInAnyCaseAndNearMissesAreNot() throws {
+        let r = try request("GET / HTTP/1.1\r\nhOsT: a.example\r\nUSER-AGENT: x/1\r\nIF-none-MATCH: \"v\"\r\n"
+            + "If-Modified-Since: then\r\nCONTENT-length: 3\r\nCONNECTION: Close\r\n\r\nabc")
+        #expect(r.host == "a.example" && r.userAgent == "x/1" && r.ifNoneMatch == "\"v\"" && r.ifModifiedSince == "then")
+        #expect(r.contentLength == 3 && !r.keepAlive)
+        #expect(try request("GET / HTTP/1.1\r\nHost: a.example\r\nTransfer-ENCODING: chunked\r\n\r\n").hasUnframedBody)
+        // One character off, or `_` for `-`: other fields.
+        #expect(status("GET / HTTP/1.1\r\nHosx: a.example\r\n\r\n") == 400)
+        let near = try request("GET / HTTP/1.1\r\nHost: a.example\r\nuser_agent: x\r\nuser-agenT: y\r\ncontent-lengtx: 9\r\n\r\n")
+        #expect(near.userAgent == "y" && near.contentLength == 0)
+    }
+
     @Test func theAbsoluteFormHostWinsOverTheHostField() throws {
         let r = try request("GET https://WWW.example.com/apple-app-site-association HTTP/1.1\r\nHost: other.com\r\n\r\n")
         #expect(r.host == "www.example.com")
