@@ -150,11 +150,11 @@ public struct RequestParser: Sendable {
                 if bytes[i + 1] != 0x0A {
                     return .error(HTTPError(.badRequest, "bare CR in the request head"))
                 }
+                // The LF of this CRLF, taken in the same turn.
                 i += 1
-                continue
-            }
-            // LF
-            guard i > 0, bytes[i - 1] == 0x0D else {
+            } else {
+                // An LF the scan reached first has no CR before it: a CR stops the scan, and is
+                // taken with its LF (or left for the next input when it ends this one).
                 return .error(HTTPError(.badRequest, "bare LF as a line ending"))
             }
             if requestLineEnd == nil {
@@ -202,7 +202,9 @@ public struct RequestParser: Sendable {
             return .error(HTTPError(.badRequest, "malformed request line"))
         }
         let targetBytes = line[(sp1 + 1)..<sp2]
-        guard ByteScan.isVisibleASCII(UnsafeBufferPointer(rebasing: targetBytes)) else {
+        // One of the paths the server expects, whose String is made once: its bytes are known good.
+        let interned = targets?.text(for: UnsafeBufferPointer(rebasing: targetBytes))
+        guard interned != nil || ByteScan.isVisibleASCII(UnsafeBufferPointer(rebasing: targetBytes)) else {
             return .error(HTTPError(.badRequest, "invalid character in the request target"))
         }
         let versionBytes = line[(sp2 + 1)...]
@@ -248,8 +250,8 @@ public struct RequestParser: Sendable {
             return .error(HTTPError(.badRequest, "unsupported request target form"))
         }
         let target: String, path: String
-        if targetHost == nil, let interned = targets?.text(for: UnsafeBufferPointer(rebasing: targetBytes)) {
-            // One of the paths the server expects (a path, so no query): its String, made once.
+        if let interned {
+            // A path (no query, origin form): target and path are its String.
             (target, path) = (interned, interned)
         } else {
             let pathEnd = ByteScan.firstIndex(of: UInt8(ascii: "?"), or: UInt8(ascii: "#"),
@@ -291,7 +293,10 @@ public struct RequestParser: Sendable {
             guard colon < field.count, colon > 0 else {
                 return .error(HTTPError(.badRequest, "header field without a name"))
             }
-            guard field[0..<colon].allSatisfy(RequestParser.isTokenChar) else {
+            let name = field[0..<colon]
+            // A name that is one of the known fields is made of token characters (see knownField).
+            let known = RequestParser.knownField(name)
+            guard known != nil || name.allSatisfy(RequestParser.isTokenChar) else {
                 // Includes white space before the colon, forbidden by RFC 9112 §5.1.
                 return .error(HTTPError(.badRequest, "invalid header field name"))
             }
@@ -300,23 +305,29 @@ public struct RequestParser: Sendable {
             while vs < ve, field[vs] == 0x20 || field[vs] == 0x09 { vs += 1 }
             while ve > vs, field[ve - 1] == 0x20 || field[ve - 1] == 0x09 { ve -= 1 }
             let valueBytes = UnsafeBufferPointer(rebasing: field[vs..<ve])
+            if known == .host {
+                hostCount += 1
+                guard hostCount == 1 else { return .error(HTTPError(.badRequest, "more than one Host field")) }
+            }
+            // A Host or User-Agent the same as the last request's was checked then.
+            if known == .host, let h = lastHost.value(for: valueBytes) {
+                hostField = h
+                continue
+            }
+            if known == .userAgent, let ua = lastUserAgent.value(for: valueBytes) {
+                userAgent = ua
+                continue
+            }
             guard !ByteScan.containsControl(valueBytes) || valueBytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else {
                 return .error(HTTPError(.badRequest, "control character in a header field value"))
             }
-            let name = field[0..<colon]
-            switch RequestParser.knownField(name) {
+            switch known {
             case .host:
-                hostCount += 1
-                guard hostCount == 1 else { return .error(HTTPError(.badRequest, "more than one Host field")) }
-                if let h = lastHost.value(for: valueBytes) {
-                    hostField = h
-                } else {
-                    guard let h = RequestParser.normalizeHost(valueBytes) else {
-                        return .error(HTTPError(.badRequest, "invalid Host field"))
-                    }
-                    lastHost.remember(valueBytes, as: h)
-                    hostField = h
+                guard let h = RequestParser.normalizeHost(valueBytes) else {
+                    return .error(HTTPError(.badRequest, "invalid Host field"))
                 }
+                lastHost.remember(valueBytes, as: h)
+                hostField = h
             case .contentLength:
                 guard contentLength == nil else { return .error(HTTPError(.badRequest, "more than one Content-Length field")) }
                 guard !valueBytes.isEmpty, valueBytes.count <= 18, valueBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
@@ -339,13 +350,9 @@ public struct RequestParser: Sendable {
             case .ifModifiedSince:
                 ifModifiedSince = String(decoding: valueBytes, as: UTF8.self)
             case .userAgent:
-                if let ua = lastUserAgent.value(for: valueBytes) {
-                    userAgent = ua
-                } else {
-                    let ua = String(decoding: valueBytes, as: UTF8.self)
-                    lastUserAgent.remember(valueBytes, as: ua)
-                    userAgent = ua
-                }
+                let ua = String(decoding: valueBytes, as: UTF8.self)
+                lastUserAgent.remember(valueBytes, as: ua)
+                userAgent = ua
             case nil:
                 break
             }
@@ -382,7 +389,7 @@ public struct RequestParser: Sendable {
     }
 
     /// Which known field a name is: chosen by length first, so most fields cost one comparison.
-    /// `name` holds token characters only (checked before).
+    /// Any bytes of a line may be given: a match is made of token characters (see ``isName``).
     static func knownField(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Field? {
         let p = UnsafeRawPointer(name.base.baseAddress! + name.startIndex)
         switch name.count {
@@ -399,9 +406,10 @@ public struct RequestParser: Sendable {
         }
     }
 
-    /// Whether the token characters at `p` spell `lower` (its length) in any case, eight bytes
-    /// at a time. Setting bit 0x20 lower-cases a letter and leaves `-` and digits as they are;
-    /// the only other token characters it changes (`^`, `_`) are in no name compared here.
+    /// Whether the bytes at `p` spell `lower` (its length: lower-case letters and `-`) in any
+    /// case, eight bytes at a time, setting bit 0x20 of each. Only a letter of either case, `-`
+    /// and CR (0x0D, never inside a line) give a letter or `-` that way, so a match is made of
+    /// token characters.
     @inline(__always)
     static func isName(_ p: UnsafeRawPointer, _ lower: StaticString) -> Bool {
         let l = UnsafeRawPointer(lower.utf8Start)

@@ -128,6 +128,26 @@ func status(_ text: String) -> Int? {
         }
     }
 
+    @Test func aBareLFIsFoundWhereverTheInputIsSplitAndACRLFSplitInTwoIsNot() {
+        for text in ["GET / HTTP/1.1\nHost: a\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\n\n",
+                     "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"].map({ Array($0.utf8) }) {
+            for split in 1..<text.count {
+                var parser = RequestParser()
+                var result = Array(text[0..<split]).withUnsafeBytes { parser.parse($0) }
+                if result == .needMore { result = text.withUnsafeBytes { parser.parse($0) } }
+                #expect(result == .error(HTTPError(.badRequest, "bare LF as a line ending")), "split at \(split)")
+            }
+        }
+        let good = Array("\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        for split in 1..<good.count {
+            var parser = RequestParser()
+            var result = Array(good[0..<split]).withUnsafeBytes { parser.parse($0) }
+            if result == .needMore { result = good.withUnsafeBytes { parser.parse($0) } }
+            guard case .request(let r, let length) = result else { Issue.record("split at \(split): \(result)"); continue }
+            #expect(r.host == "a" && length == good.count)
+        }
+    }
+
     @Test func aBareCRIsFoundWhereverTheInputIsSplit() {
         let text = Array("GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n".utf8)
         for split in 1..<text.count {

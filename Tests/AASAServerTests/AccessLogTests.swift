@@ -75,9 +75,10 @@ import Testing
         let versions: [HTTPVersion] = [.http10, .http11, .http2]
         let methods: [HTTPMethod] = [.get, .head, .other("PO\"ST")]
         // One log per format for 16 lines at a time: a log remembers what it found in the last
-        // agent, and a line must be right whether the agent is new, the same or a returning one.
+        // agent and target, and a line must be right whether they are new, the same or returning.
         var logs: [LogFormat: AccessLog] = [:]
         var previousAgent: String?
+        var previousTarget = "/"
         for round in 0..<3000 {
             func field() -> String {
                 var s = ""
@@ -86,8 +87,10 @@ import Testing
             }
             let ua = round % 3 == 1 ? previousAgent : round % 7 == 0 ? nil : (round % 5 == 0 ? "AASA-Bot" : "") + field()
             previousAgent = ua
+            let target = round % 3 == 2 ? previousTarget : field()
+            previousTarget = target
             let request = round % 50 == 0 ? nil : HTTPRequest(
-                method: methods[round % 3], target: field(), path: "/", host: round % 4 == 0 ? nil : field(),
+                method: methods[round % 3], target: target, path: "/", host: round % 4 == 0 ? nil : field(),
                 version: versions[round % 3], keepAlive: true, userAgent: ua)
             let time = AccessLogTests.time + Int64(random.next() % 100_000_000)
             let client = round % 3 == 0 ? "::1" : field()

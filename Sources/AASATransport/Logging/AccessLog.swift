@@ -25,13 +25,30 @@ final package class AccessLog {
     /// agent with every request (the parser hands over the same String), so it is scanned once
     /// for who fetched and for what needs escaping, not once a line.
     private var lastAgent = ""
-    private var lastAgentVerdict = AgentVerdict(fetcher: nil, textPlain: true, jsonPlain: true)
+    private var lastAgentVerdict = Verdict(fetcher: nil, textPlain: true, jsonPlain: true)
+    /// The same for the last target (the parsers hand out one String for each path files are
+    /// served at, so the comparison is immediate).
+    private var lastTarget = ""
+    private var lastTargetVerdict = Verdict(fetcher: nil, textPlain: true, jsonPlain: true)
 
-    private struct AgentVerdict {
+    /// What a scan of a field found.
+    private struct Verdict {
+        /// Who fetched (agents only).
         var fetcher: StaticString?
         /// Nothing to escape in the text format, and in JSON.
         var textPlain: Bool
         var jsonPlain: Bool
+
+        init(fetcher: StaticString?, textPlain: Bool, jsonPlain: Bool) {
+            self.fetcher = fetcher
+            self.textPlain = textPlain
+            self.jsonPlain = jsonPlain
+        }
+
+        init(scanning bytes: UnsafeBufferPointer<UInt8>, isAgent: Bool) {
+            self.init(fetcher: isAgent ? AccessLog.fetcher(userAgent: bytes) : nil, textPlain: !ByteScan.needsTextEscape(bytes),
+                      jsonPlain: !ByteScan.needsJSONEscape(bytes))
+        }
     }
 
     private static let initialCapacity = 16 * 1024
@@ -110,12 +127,13 @@ final package class AccessLog {
                        bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) -> StaticString? {
         if userAgent != lastAgent {
             lastAgent = userAgent
-            lastAgentVerdict = userAgent.withBytes { bytes in
-                AgentVerdict(fetcher: AccessLog.fetcher(userAgent: bytes), textPlain: !ByteScan.needsTextEscape(bytes),
-                             jsonPlain: !ByteScan.needsJSONEscape(bytes))
-            }
+            lastAgentVerdict = userAgent.withBytes { Verdict(scanning: $0, isAgent: true) }
         }
-        let agent = lastAgentVerdict
+        if target != lastTarget {
+            lastTarget = target
+            lastTargetVerdict = target.withBytes { Verdict(scanning: $0, isAgent: false) }
+        }
+        let agent = lastAgentVerdict, targetVerdict = lastTargetVerdict
         return client.withBytes { client in
         host.withBytes { host in
         method.withBytes { method in
@@ -138,7 +156,7 @@ final package class AccessLog {
                 w.ascii(" \"")
                 w.bytes(method)
                 w.byte(0x20)
-                w.textEscaped(target)
+                if targetVerdict.textPlain { w.bytes(target) } else { w.textEscaped(target) }
                 w.byte(0x20)
                 w.ascii(version.logText)
                 w.ascii("\" ")
@@ -168,7 +186,7 @@ final package class AccessLog {
                 w.ascii("\",\"method\":\"")
                 w.jsonEscaped(method)
                 w.ascii("\",\"path\":\"")
-                w.jsonEscaped(target)
+                if targetVerdict.jsonPlain { w.bytes(target) } else { w.jsonEscaped(target) }
                 w.ascii("\",\"status\":")
                 w.decimal(status)
                 w.ascii(",\"bytes\":")
