@@ -101,17 +101,18 @@ final package class AccessLog {
     package func append(timeMilliseconds: Int64, client: String, request: HTTPRequest, status: Int, bytes: Int,
                         durationMicroseconds: Int64) -> StaticString? {
         updateSecond(timeMilliseconds)
+        // Cut by characters, so a line stays valid UTF-8; rare (a target of over 2 KiB).
         let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
-        return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host ?? "", method: request.method.text,
-              target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
-              userAgent: request.userAgent ?? "", version: request.version)
+        return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host, method: request.method,
+                     target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
+                     userAgent: request.userAgent, version: request.version)
     }
 
     /// Appends the line for a request refused before it was parsed: no host, method, target or agent.
     package func appendRefused(timeMilliseconds: Int64, client: String, status: Int, bytes: Int, durationMicroseconds: Int64) {
         updateSecond(timeMilliseconds)
-        write(timeMilliseconds: timeMilliseconds, client: client, host: "", method: "-", target: "-", status: status,
-              bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: "", version: .http11)
+        write(timeMilliseconds: timeMilliseconds, client: client, host: nil, method: nil, target: "-", status: status,
+              bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: nil, version: .http11)
     }
 
     private func updateSecond(_ timeMilliseconds: Int64) {
@@ -122,12 +123,19 @@ final package class AccessLog {
         }
     }
 
+    /// `method` nil: a refusal's `-`. A missing host is written `-` in the text format and as
+    /// an empty string in JSON; a missing agent as empty in both.
     @discardableResult
-    private func write(timeMilliseconds: Int64, client: String, host: String, method: String, target: String, status: Int,
-                       bytes: Int, durationMicroseconds: Int64, userAgent: String, version: HTTPVersion) -> StaticString? {
-        if userAgent != lastAgent {
-            lastAgent = userAgent
-            lastAgentVerdict = userAgent.withBytes { Verdict(scanning: $0, isAgent: true) }
+    private func write(timeMilliseconds: Int64, client: String, host: String?, method: HTTPMethod?, target: String, status: Int,
+                       bytes: Int, durationMicroseconds: Int64, userAgent: String?, version: HTTPVersion) -> StaticString? {
+        if let userAgent {
+            if userAgent != lastAgent {
+                lastAgent = userAgent
+                lastAgentVerdict = userAgent.withBytes { Verdict(scanning: $0, isAgent: true) }
+            }
+        } else if !lastAgent.isEmpty {
+            lastAgent = ""
+            lastAgentVerdict = Verdict(fetcher: nil, textPlain: true, jsonPlain: true)
         }
         if target != lastTarget {
             lastTarget = target
@@ -135,10 +143,10 @@ final package class AccessLog {
         }
         let agent = lastAgentVerdict, targetVerdict = lastTargetVerdict
         return client.withBytes { client in
-        host.withBytes { host in
-        method.withBytes { method in
+        (host ?? "").withBytes { host in
+        AccessLog.withBytes(of: method) { method in
         target.withBytes { target in
-        userAgent.withBytes { userAgent in
+        (userAgent ?? "").withBytes { userAgent in
             // A JSON escape is at most 6 bytes a byte (`\u001F`), a text one 4 (`\x1F`); 256 covers
             // the keys, the time, the numbers and the rest.
             reserve(256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
@@ -212,6 +220,18 @@ final package class AccessLog {
             count = w.at - storage
             return fetcher
         }}}}}
+    }
+
+    /// A method's name (`-` for none), from the program's own bytes for GET and HEAD.
+    private static func withBytes<R>(of method: HTTPMethod?, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let name: StaticString
+        switch method {
+        case .get: name = "GET"
+        case .head: name = "HEAD"
+        case .other(let text): return text.withBytes(body)
+        case nil: name = "-"
+        }
+        return body(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
     }
 
     /// Room for `bytes` more after the pending lines.
