@@ -577,18 +577,33 @@ struct ByteSet {
 /// at). A request for one of them is handed that String: parsing it makes none, and a handler
 /// comparing the path with the same String finds them equal without reading the bytes.
 public final class InternedTargets: Sendable {
-    private let entries: [(bytes: [UInt8], text: String)]
+    /// Every target's bytes, one after the other, and where each ends; kept apart from the
+    /// Strings so a lookup touches no reference count.
+    private let bytes: [UInt8]
+    private let ends: [Int]
+    private let texts: [String]
 
     public init(_ targets: [String]) {
-        entries = targets.map { (Array($0.utf8), $0) }
+        bytes = targets.flatMap { Array($0.utf8) }
+        var end = 0
+        ends = targets.map { end += $0.utf8.count; return end }
+        texts = targets
     }
 
-    /// The String for `bytes` if it is one of the targets: lengths first, then the bytes.
-    public func text(for bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        for entry in entries where entry.bytes.count == bytes.count {
-            if entry.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, bytes) }) { return entry.text }
+    /// The String for `candidate` if it is one of the targets: lengths first, then the bytes.
+    public func text(for candidate: UnsafeBufferPointer<UInt8>) -> String? {
+        let found: Int? = bytes.withUnsafeBufferPointer { all in
+            ends.withUnsafeBufferPointer { ends in
+                var start = 0
+                for (i, end) in ends.enumerated() {
+                    if end - start == candidate.count,
+                       ByteScan.equal(UnsafeBufferPointer(rebasing: all[start..<end]), candidate) { return i }
+                    start = end
+                }
+                return nil
+            }
         }
-        return nil
+        return found.map { texts[$0] }
     }
 }
 
@@ -601,8 +616,9 @@ public struct RememberedField: Sendable {
     public init() {}
 
     public func value(for bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        guard let text, self.bytes.count == bytes.count else { return nil }
-        return self.bytes.withUnsafeBufferPointer { ByteScan.equal($0, bytes) } ? text : nil
+        // The bytes first: the String is touched (retained) only when it is the answer.
+        guard self.bytes.count == bytes.count, self.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, bytes) }) else { return nil }
+        return text
     }
 
     public mutating func remember(_ bytes: UnsafeBufferPointer<UInt8>, as text: String) {

@@ -190,14 +190,15 @@ final package class HTTP1Session: ProtocolSession {
     /// Frames a response: the prepared head, the date, the connection header, the body.
     private func append(_ response: Response, keepAlive: Bool, version: HTTPVersion, into output: inout Output) {
         output.buffer.append(contentsOf: response.head.http1)
-        output.buffer.append(contentsOf: clock.date)
-        output.buffer.append(contentsOf: HTTP1Session.crlf)
-        if !keepAlive {
-            output.buffer.append(contentsOf: HTTP1Session.closeLine)
-        } else if version == .http10 {
-            output.buffer.append(contentsOf: HTTP1Session.keepAliveLine)
+        if keepAlive && version != .http10 {
+            // The usual case: the date ends the head (each append costs some 170 instructions).
+            output.buffer.append(contentsOf: clock.dateEndingHead)
+        } else {
+            output.buffer.append(contentsOf: clock.date)
+            output.buffer.append(contentsOf: HTTP1Session.crlf)
+            output.buffer.append(contentsOf: keepAlive ? HTTP1Session.keepAliveLine : HTTP1Session.closeLine)
+            output.buffer.append(contentsOf: HTTP1Session.crlf)
         }
-        output.buffer.append(contentsOf: HTTP1Session.crlf)
         guard response.sendsBody, !response.body.isEmpty else { return }
         if response.body.count > configuration.copyLimit {
             output.body = response.body

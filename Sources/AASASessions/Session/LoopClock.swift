@@ -16,6 +16,8 @@ final package class LoopClock {
     package func microseconds() -> Int64 { source?() ?? fixedMicroseconds }
     /// The HTTP-date of the current second, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
     private(set) package var date: [UInt8] = []
+    /// The date, its CRLF and the blank line: the end of an HTTP/1.1 head with nothing after `Date`.
+    private(set) package var dateEndingHead: [UInt8] = []
     private var dateSecond = -1
 
     package init(now: Int64 = 0, wallSecond: Int = 0, microseconds source: (() -> Int64)? = nil) {
@@ -28,5 +30,6 @@ final package class LoopClock {
         guard second != dateSecond else { return }
         dateSecond = second
         date = Array(HTTPDate.format(second).utf8)
+        dateEndingHead = date + [0x0D, 0x0A, 0x0D, 0x0A]
     }
 }
