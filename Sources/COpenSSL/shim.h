@@ -23,8 +23,20 @@ static inline uint64_t aasa_server_options(void) {
     return SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE
         | SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
 }
+// SSL_MODE_RELEASE_BUFFERS: an idle connection holds no record buffers (some 34 KB). A busy
+// connection turns it off for a while (aasa_SSL_keep_buffers).
 static inline long aasa_server_modes(void) {
     return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS;
+}
+// Keeps the record buffers between records (keep != 0), or gives them back now and after each
+// record again.
+static inline void aasa_SSL_keep_buffers(SSL *ssl, int keep) {
+    if (keep) {
+        SSL_clear_mode(ssl, SSL_MODE_RELEASE_BUFFERS);
+    } else {
+        SSL_set_mode(ssl, SSL_MODE_RELEASE_BUFFERS);
+        SSL_free_buffers(ssl);
+    }
 }
 static inline long aasa_session_cache_server(void) { return SSL_SESS_CACHE_SERVER; }
 static inline long aasa_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add1_chain_cert(ctx, x); }

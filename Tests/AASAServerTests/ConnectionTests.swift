@@ -18,6 +18,9 @@ final class FakeWire {
     var tlsDropped = 0
     var closeNotifies = 0
     var shutWrite = false
+    /// The TLS stream keeps its buffers between uses (a busy connection).
+    var keepsBuffers = false
+    var buffersKept = 0
 
     var writtenText: String { String(decoding: written, as: UTF8.self) }
 }
@@ -51,6 +54,11 @@ struct FakeIO: ConnectionIO {
     var hasBufferedInput: Bool { false }
     var hasPendingOutput: Bool { false }
     mutating func flushPendingOutput() -> TLSStream.Progress { .done(0) }
+    var hasBuffers: Bool { wire.tlsStarted && wire.tlsDropped == 0 }
+    mutating func keepBuffers(_ keep: Bool) {
+        if keep, !wire.keepsBuffers { wire.buffersKept += 1 }
+        wire.keepsBuffers = keep
+    }
 
     mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         wire.tlsStarted = true
@@ -177,6 +185,32 @@ private let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nH
         #expect(rig.connection.stage == .open)
         _ = rig.arrive(request)
         #expect(rig.wire.writtenText.hasPrefix("HTTP/1.1 "))
+    }
+
+    /// OpenSSL gives a TLS connection's buffers back after each record; a busy connection (idle
+    /// twice within a moment) keeps them until idle for that moment, each request moving it on.
+    @Test func aBusyTLSConnectionKeepsItsBuffersUntilIdleForAMoment() {
+        let rig = ConnectionRig(listener: .https)
+        rig.wire.handshakeScript = [.established(alpn: "http/1.1", certificate: nil)]
+        _ = rig.arrive([0x16])
+        let delay = TransportConfiguration().idleBufferRelease, idle = HTTP1Configuration().idleTimeout
+        rig.context.clock.now += delay
+        // A request a while after the handshake: buffers given back after it, as after each record.
+        #expect(rig.arrive(request) == .wait(events: Epoll.readable, until: rig.context.clock.now + idle))
+        #expect(!rig.wire.keepsBuffers)
+        // Requests each within the moment: kept, the release moving on with each.
+        for _ in 0..<5 {
+            rig.context.clock.now += delay - 1
+            #expect(rig.arrive(request) == .wait(events: Epoll.readable, until: rig.context.clock.now + delay))
+            #expect(rig.wire.keepsBuffers)
+        }
+        #expect(rig.wire.buffersKept == 1)
+        let lastRequest = rig.context.clock.now
+        rig.context.clock.now = lastRequest + delay
+        // Given back; the connection then waits for its idle time-out as before.
+        #expect(rig.connection.handle(.deadline) == .wait(events: Epoll.readable, until: lastRequest + idle))
+        #expect(!rig.wire.keepsBuffers)
+        #expect(rig.wire.writtenText.components(separatedBy: "HTTP/1.1 404 ").count == 7)
     }
 
     @Test func h2OverALPNStartsWithTheServerSettings() {

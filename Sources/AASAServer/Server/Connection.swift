@@ -17,7 +17,7 @@ typealias ServerConnection = Connection<SocketIO>
 /// thread of the loop that accepted it.
 final class Connection<IO: ConnectionIO>: RequestDispatch {
     /// What the loop tells a connection.
-    enum Event {
+    enum Event: Equatable {
         /// Straight after accept.
         case start
         /// The descriptor is ready for these epoll events.
@@ -78,6 +78,11 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     private var stageDeadline: Int64
     /// When unsent output last made progress.
     private var lastWrite: Int64
+    /// While set, the connection keeps its TLS buffers between requests (it is busy), until
+    /// this time, when it has been idle for a moment.
+    private var buffersReleaseAt: Int64?
+    /// When it last had nothing in flight after an event.
+    private var lastIdleAt = Int64.min / 2
     /// The address counted against the per-client limit, released when the connection closes.
     private var countedClient: String?
 
@@ -127,6 +132,9 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         }
         if output.buffer.isEmpty, output.body == nil {
             if loop.spareOutput.capacity == 0 { swap(&output.buffer, &loop.spareOutput) } else { output.buffer = [] }
+        }
+        if keep, event != .deadline, stage == .open, io.hasBuffers, allSent, session?.isIdle == true {
+            idleAfterUse()
         }
         return keep ? .wait(events: wantedEvents, until: deadline) : .close
     }
@@ -196,13 +204,33 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
             return stageDeadline
         case .open:
             if !allSent { return lastWrite + loop.transport.writeStallTimeout }
-            return session?.deadline
+            guard let release = buffersReleaseAt else { return session?.deadline }
+            return min(release, session?.deadline ?? release)
         }
+    }
+
+    /// Nothing in flight after reading or writing (not after a deadline, which used no buffer and
+    /// may be the release itself). OpenSSL gives a TLS connection's record buffers back after each
+    /// record; one idle again soon after the last time is busy, and keeps them until it has been
+    /// idle for a moment. One that made a request and now waits holds none.
+    private func idleAfterUse() {
+        let now = loop.clock.now
+        if now - lastIdleAt < loop.transport.idleBufferRelease {
+            if buffersReleaseAt == nil { io.keepBuffers(true) }
+            buffersReleaseAt = now + loop.transport.idleBufferRelease
+        }
+        lastIdleAt = now
     }
 
     /// A deadline passed. Returns false when the connection is to be closed.
     private func deadlineReached() -> Bool {
         guard stage == .open, let session, allSent else { return false }
+        let now = loop.clock.now
+        if let release = buffersReleaseAt, now >= release {
+            buffersReleaseAt = nil
+            io.keepBuffers(false)
+        }
+        guard let due = session.deadline, now >= due else { return true }
         session.deadlineReached(output: &output)
         if session.isClosing, output.isEmpty { return false }
         return flush()

@@ -46,6 +46,17 @@ package enum ByteStream {
         return .done(0)
     }
 
+    /// Whether the stream has buffers it gives back after each use (TLS's record buffers).
+    package var hasBuffers: Bool {
+        if case .tls = self { return true }
+        return false
+    }
+
+    /// Keeps them between uses, or gives them back after each again (TLS only).
+    package func keepBuffers(_ keep: Bool) {
+        if case .tls(let stream) = self { stream.keepBuffers(keep) }
+    }
+
     /// Bytes already read from the socket and waiting inside the stream (TLS only).
     package var hasBufferedInput: Bool {
         if case .tls(let stream) = self { return stream.hasBufferedInput }

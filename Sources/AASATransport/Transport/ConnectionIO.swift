@@ -49,6 +49,10 @@ package protocol ConnectionIO {
     var hasPendingOutput: Bool { get }
     /// Sends them: `.done` once all are out, `.wantWrite` while the socket is full.
     mutating func flushPendingOutput() -> TLSStream.Progress
+    /// Whether the stream has buffers it gives back after each use (TLS's record buffers).
+    var hasBuffers: Bool { get }
+    /// Keeps them between uses (a busy connection), or gives them back after each use again.
+    mutating func keepBuffers(_ keep: Bool)
     /// Starts the server's end of TLS with `context`; the ServerName callback picks from
     /// `certificates`, the contexts it moves to are made with `settings`. False when TLS could
     /// not be set up.
@@ -112,6 +116,10 @@ package struct SocketIO: ConnectionIO {
     package var hasPendingOutput: Bool { stream.hasPendingOutput }
 
     mutating package func flushPendingOutput() -> TLSStream.Progress { stream.flushPendingOutput() }
+
+    package var hasBuffers: Bool { stream.hasBuffers }
+
+    mutating package func keepBuffers(_ keep: Bool) { stream.keepBuffers(keep) }
 
     mutating package func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         guard let tls = try? TLSStream(serverContext: context, fd: fd) else { return false }

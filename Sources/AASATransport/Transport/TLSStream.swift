@@ -168,6 +168,13 @@ final package class TLSStream {
         writeBuffer = nil
     }
 
+    /// Whether OpenSSL keeps its record buffers (some 34 KB) between records, where by default it
+    /// frees them after each one (SSL_MODE_RELEASE_BUFFERS) and allocates them again for the next.
+    /// Turned off, they are given back at once unless they hold bytes not yet read or written.
+    package func keepBuffers(_ keep: Bool) {
+        aasa_SSL_keep_buffers(ssl, keep ? 1 : 0)
+    }
+
     /// Decrypted bytes already inside OpenSSL: a read would return them without the socket
     /// becoming readable again, so level-triggered epoll alone would never report them.
     package var hasBufferedInput: Bool { SSL_has_pending(ssl) != 0 }
