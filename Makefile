@@ -122,7 +122,7 @@ unit-test:
 	Scripts/run-bounded $(TEST_TIME_LIMIT) .build/test.log $(SWIFT) test --skip-build
 
 # libFuzzer over AASACore (JSON parser, validator, matcher), over the HTTP request parser, the
-# PROXY header parser and the HTTP/2 session (frame layer, HPACK decoding, limits). Each target reads its
+# PROXY header parser and the HTTP/2 session (frame layer, HPACK, limits). Each target reads its
 # hand-written seeds (Fuzz/seeds/<target>/) and the committed, minimised corpus
 # (Fuzz/corpus/<target>/), both read-only; what it finds new goes to the scratch directory
 # .build-fuzz/new/<target>/ (libFuzzer writes to the first directory it is given).
@@ -195,7 +195,7 @@ $(FUZZ_DIR)/response-fuzz: Fuzz/FuzzResponse.swift $(wildcard Sources/AASAHTTP/*
 # test (AASASessions, AASAClient: its sources and the fuzz entry point as one module, like the
 # fuzzers above), over the targets below it built once as instrumented static libraries
 # (AASACore, AASAHTTP; AASATransport and the CLinux shim for the client), and the system
-# libnghttp2 or OpenSSL. No fuzzer compiles the server.
+# OpenSSL. No fuzzer compiles the server.
 LAYER_FUZZ_TMP   := $(FUZZ_DIR)/layers
 CORE_SOURCES      := $(shell find Sources/AASACore -name '*.swift')
 HTTP_SOURCES      := $(wildcard Sources/AASAHTTP/*.swift)
@@ -203,11 +203,9 @@ TRANSPORT_SOURCES := $(shell find Sources/AASATransport -name '*.swift')
 SESSIONS_SOURCES  := $(shell find Sources/AASASessions -name '*.swift')
 CLIENT_SOURCES    := $(shell find Sources/AASAClient -name '*.swift')
 FUZZ_SWIFTFLAGS   := -O -sanitize=fuzzer,address -parse-as-library -package-name aasa
-# The C modules each layer imports: the transport and the client CLinux and OpenSSL, the
-# sessions libnghttp2 alone.
+# The C modules the transport and the client import: CLinux and OpenSSL (the sessions none).
 SYSTEM_MODULE_MAPS := -Xcc -fmodule-map-file=$(CURDIR)/$(LAYER_FUZZ_TMP)/CLinux.modulemap \
                       -Xcc -fmodule-map-file=$(CURDIR)/Sources/COpenSSL/module.modulemap
-NGHTTP2_MODULE_MAP := -Xcc -fmodule-map-file=$(CURDIR)/Sources/CNghttp2/module.modulemap
 FUZZ_BASE_LIBS    := $(LAYER_FUZZ_TMP)/libAASACore.a $(LAYER_FUZZ_TMP)/libAASAHTTP.a
 # Static libraries in link order: a library before those it uses.
 FUZZ_CLIENT_LIBS  := $(LAYER_FUZZ_TMP)/libAASATransport.a $(LAYER_FUZZ_TMP)/clinux.o $(FUZZ_BASE_LIBS)
@@ -239,8 +237,8 @@ define layer_fuzz
 	swiftc $(FUZZ_SWIFTFLAGS) -module-name $(1) -I $(LAYER_FUZZ_TMP) $(5) $(2) $(3) -o $(4)
 endef
 
-$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SESSIONS_SOURCES) $(FUZZ_BASE_LIBS) Sources/CNghttp2/shim.h
-	$(call layer_fuzz,H2Fuzz,$(SESSIONS_SOURCES) Fuzz/FuzzHTTP2.swift,$(FUZZ_BASE_LIBS) -lnghttp2,$@,$(NGHTTP2_MODULE_MAP))
+$(FUZZ_DIR)/h2-fuzz: Fuzz/FuzzHTTP2.swift $(SESSIONS_SOURCES) $(FUZZ_BASE_LIBS)
+	$(call layer_fuzz,H2Fuzz,$(SESSIONS_SOURCES) Fuzz/FuzzHTTP2.swift,$(FUZZ_BASE_LIBS),$@,)
 
 $(FUZZ_DIR)/acme-fuzz: Fuzz/FuzzACME.swift $(CLIENT_SOURCES) $(FUZZ_CLIENT_LIBS) Sources/COpenSSL/shim.h
 	$(call layer_fuzz,ACMEFuzz,$(CLIENT_SOURCES) Fuzz/FuzzACME.swift,$(FUZZ_CLIENT_LIBS) -lssl -lcrypto,$@,$(SYSTEM_MODULE_MAPS))

@@ -28,7 +28,8 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The system libnghttp2, for its HPACK decoder (the HTTP/2 frame layer is our own).
+        // The system libnghttp2, for the tests only: a real HTTP/2 client and HPACK encoder to
+        // check the server's own HTTP/2 against.
         .systemLibrary(
             name: "CNghttp2",
             pkgConfig: "libnghttp2",
@@ -46,7 +47,7 @@ let package = Package(
         // sockets, and no clock but the one the loop hands them.
         .target(
             name: "AASASessions",
-            dependencies: ["AASACore", "AASAHTTP", "CNghttp2"],
+            dependencies: ["AASACore", "AASAHTTP"],
             swiftSettings: serverSettings
         ),
         // Client: the HTTPS client, `check`, the ACME protocol client, provisioning profiles.
@@ -58,7 +59,7 @@ let package = Package(
         // mode, the CDN watch, ACME scheduling.
         .target(
             name: "AASAServer",
-            dependencies: ["AASACore", "AASAHTTP", "AASATransport", "AASASessions", "AASAClient", "CLinux", "COpenSSL", "CNghttp2"],
+            dependencies: ["AASACore", "AASAHTTP", "AASATransport", "AASASessions", "AASAClient", "CLinux", "COpenSSL"],
             swiftSettings: serverSettings
         ),
         // The commands that do not serve (validate, match, check, entitlements): they build

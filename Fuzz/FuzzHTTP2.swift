@@ -1,5 +1,6 @@
-// libFuzzer entry point for the HTTP/2 session (AASASessions' HTTP2Session: our frame layer, with
-// libnghttp2's HPACK decoder). Built by `make fuzz`, compiled with the sessions target's sources.
+// libFuzzer entry point for the HTTP/2 session (AASASessions' HTTP2Session: frames, streams, flow
+// control and HPACK, all instrumented). Built by `make fuzz`, compiled with the sessions target's
+// sources.
 //
 // The first byte shapes the run: bit 0 sends the client preface first (so the fuzzer spends its
 // time past it), bits 1-6 cut the rest into pieces of that many bytes plus one, bit 7 lets the

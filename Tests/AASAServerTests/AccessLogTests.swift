@@ -112,8 +112,8 @@ import Testing
     }
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64).
-private struct SplitMix {
+/// Deterministic pseudo-random numbers (SplitMix64), for tests that need many varied inputs.
+struct SplitMix {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -1,52 +1,439 @@
-import CNghttp2
+import AASAHTTP
 
-/// The request side of HPACK (RFC 7541): libnghttp2's inflater, fed each header block fragment
-/// as it arrives. It keeps the connection's dynamic table, so every block is decoded, including
-/// those of streams the server refuses or ignores.
+/// The request side of HPACK (RFC 7541): decodes a request's header block, keeping the
+/// connection's dynamic table, so every block is decoded, including those of streams the server
+/// refuses or ignores. The table's limit is SETTINGS_HEADER_TABLE_SIZE's default, which the server
+/// never changes. A field is handed over as bytes valid until the next one: a literal in place in
+/// the block, a table entry in the entry's memory, a Huffman-coded string in the decoder's scratch.
 package final class HeaderDecoder {
-    private let inflater: OpaquePointer
+    /// SETTINGS_HEADER_TABLE_SIZE, as announced (the default).
+    package static let maxTableSize = 4_096
 
-    package init() {
-        var inflater: OpaquePointer?
-        // Fails only when out of memory.
-        precondition(nghttp2_hd_inflate_new(&inflater) == 0, "nghttp2_hd_inflate_new")
-        self.inflater = inflater!
+    /// One dynamic table entry: its name and value, one after the other, in memory of its own
+    /// (freed when it is evicted, never moved).
+    private struct Entry {
+        let bytes: UnsafeMutablePointer<UInt8>
+        let nameCount: Int
+        let valueCount: Int
+        var size: Int { nameCount + valueCount + 32 }  // §4.1
+        var name: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: bytes, count: nameCount) }
+        var value: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: bytes + nameCount, count: valueCount) }
     }
 
-    deinit { nghttp2_hd_inflate_del(inflater) }
+    /// Oldest first; `oldest` marks the first still in the table (evicted ones before it are
+    /// freed, and dropped from the array now and then).
+    private var entries: [Entry] = []
+    private var oldest = 0
+    private var tableSize = 0
+    /// The table's current limit: `maxTableSize` until a size update lowers it (§6.3).
+    private var capacity = HeaderDecoder.maxTableSize
+    /// Huffman-decoded strings (§5.2) of the current field: the name, then the value.
+    private var scratch: UnsafeMutablePointer<UInt8>?
+    private var scratchCapacity = 0
+    /// The last Huffman-coded strings and what they decoded to: a client that does not index a
+    /// field (`:path`, commonly) sends the same coded bytes on every stream.
+    private var recent = RecentStrings()
+    /// What the current block could need of the scratch.
+    private var blockScratchNeed = 0
+    /// A field too large for the table, kept until the next one like it or the end.
+    private var transient: UnsafeMutablePointer<UInt8>?
 
-    package enum Step {
-        /// One field; its bytes are valid until the next call.
-        case field(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
-        /// The fragment is used up; the block goes on in the next one.
-        case needsMore
-        /// The block is complete (only with `isLast`); the decoder is ready for the next.
-        case end
+    package init() {}
+
+    deinit {
+        for entry in entries[oldest...] { entry.bytes.deallocate() }
+        scratch?.deallocate()
+        transient?.deallocate()
+        recent.free()
+    }
+
+    package enum Outcome {
+        /// Every field was handed over.
+        case done
         /// Not valid HPACK: a connection error, COMPRESSION_ERROR (RFC 9113 §4.3).
         case invalid
+        /// `field` asked to stop: the table may be part-updated, and the connection is ending.
+        case stopped
     }
 
-    /// Decodes from the front of `input`, advancing it past what was used.
-    package func next(_ input: inout UnsafeRawBufferPointer, isLast: Bool) -> Step {
-        var field = nghttp2_nv()
-        var flags: Int32 = 0
-        var none: UInt8 = 0
-        let used = withUnsafeMutablePointer(to: &none) { empty in
-            nghttp2_hd_inflate_hd2(inflater, &field, &flags,
-                                   input.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(empty), input.count,
-                                   isLast ? 1 : 0)
+    /// Decodes a whole header block, handing each field to `field` (which returns false to stop).
+    package func decode(_ block: UnsafeRawBufferPointer,
+                        _ field: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool) -> Outcome {
+        guard let base = block.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .done }
+        let bytes = UnsafeBufferPointer(start: base, count: block.count)
+        blockScratchNeed = max(block.count * 8 / 5 + 2, 256)
+        var i = 0
+        var sawField = false
+        defer { shrinkScratch() }
+        while i < bytes.count {
+            let first = bytes[i]
+            if first & 0x80 != 0 {
+                // Indexed field (§6.1).
+                guard let index = HeaderDecoder.integer(bytes, &i, prefixBits: 7), let (name, value) = lookUp(index) else {
+                    return .invalid
+                }
+                sawField = true
+                if !field(name, value) { return .stopped }
+            } else if first & 0xE0 == 0x20 {
+                // Dynamic table size update (§6.3): only at the start of a block (§4.2), and
+                // never above the limit the server announced.
+                guard !sawField, let size = HeaderDecoder.integer(bytes, &i, prefixBits: 5), size <= HeaderDecoder.maxTableSize else {
+                    return .invalid
+                }
+                capacity = size
+                evict(toFit: 0)
+            } else {
+                // Literal with incremental indexing (§6.2.1), without indexing (§6.2.2) or never
+                // indexed (§6.2.3).
+                let indexing = first & 0xC0 == 0x40
+                guard var (name, value) = literal(bytes, &i, prefixBits: indexing ? 6 : 4) else { return .invalid }
+                if indexing { (name, value) = insert(name, value) }
+                sawField = true
+                if !field(name, value) { return .stopped }
+            }
         }
-        guard used >= 0 else { return .invalid }
-        input = UnsafeRawBufferPointer(rebasing: input[used...])
-        if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
-            return .field(name: UnsafeBufferPointer(start: field.name, count: field.namelen),
-                          value: UnsafeBufferPointer(start: field.value, count: field.valuelen))
+        return .done
+    }
+
+    /// An integer with an N-bit prefix (§5.1), at most 2^28 or so: more is no valid size.
+    private static func integer(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, prefixBits: Int) -> Int? {
+        let limit = (1 << prefixBits) - 1
+        var value = Int(bytes[i]) & limit
+        i += 1
+        guard value == limit else { return value }
+        var shift = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            i += 1
+            value += Int(b & 0x7F) << shift
+            if b & 0x80 == 0 { return value }
+            shift += 7
+            if shift > 21 { return nil }
         }
-        if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
-            nghttp2_hd_inflate_end_headers(inflater)
-            return .end
+        return nil
+    }
+
+    /// A field by index: the static table (Appendix A), then the dynamic table, newest first.
+    private func lookUp(_ index: Int) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>)? {
+        if index >= 1, index <= StaticTable.count { return StaticTable.field(index) }
+        let k = index - StaticTable.count
+        guard k >= 1, k <= entries.count - oldest else { return nil }
+        let entry = entries[entries.count - k]
+        return (entry.name, entry.value)
+    }
+
+    /// A literal's name (by index, or a string) and value, at `i` (§6.2).
+    private func literal(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, prefixBits: Int)
+        -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>)? {
+        guard let index = HeaderDecoder.integer(bytes, &i, prefixBits: prefixBits) else { return nil }
+        var used = 0
+        let name: UnsafeBufferPointer<UInt8>
+        if index == 0 {
+            guard let n = string(bytes, &i, scratchOffset: &used) else { return nil }
+            name = n
+        } else {
+            guard let (n, _) = lookUp(index) else { return nil }
+            name = n
         }
-        return .needsMore
+        guard let value = string(bytes, &i, scratchOffset: &used) else { return nil }
+        return (name, value)
+    }
+
+    /// A string literal (§5.2): in place, or Huffman-decoded into the scratch from `scratchOffset`.
+    private func string(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, scratchOffset: inout Int) -> UnsafeBufferPointer<UInt8>? {
+        guard i < bytes.count else { return nil }
+        let huffman = bytes[i] & 0x80 != 0
+        guard let length = HeaderDecoder.integer(bytes, &i, prefixBits: 7), length <= bytes.count - i else { return nil }
+        let coded = UnsafeBufferPointer(rebasing: bytes[i..<(i + length)])
+        i += length
+        guard huffman else { return coded }
+        // The shortest code is 5 bits: at most 8 symbols for every 5 bytes, so a block of n bytes
+        // decodes to at most n * 8 / 5 + 2 in a field's two strings. Made that large before the
+        // block's first Huffman string, it never moves while a field's name is in it.
+        if scratchCapacity < blockScratchNeed {
+            scratch?.deallocate()
+            scratch = .allocate(capacity: blockScratchNeed)
+            scratchCapacity = blockScratchNeed
+        }
+        let start = scratch! + scratchOffset
+        if let known = recent.decoded(coded) {
+            // Copied out: the next string may take its slot.
+            if let k = known.baseAddress { start.update(from: k, count: known.count) }
+            scratchOffset += known.count
+            return UnsafeBufferPointer(start: start, count: known.count)
+        }
+        guard let count = Huffman.decode(coded, into: start) else { return nil }
+        scratchOffset += count
+        let decoded = UnsafeBufferPointer(start: start, count: count)
+        recent.remember(coded, decoded)
+        return decoded
+    }
+
+    /// Adds a field to the dynamic table (§4.4), evicting the oldest to make room; a field
+    /// larger than the whole table empties it and is not added. Returns the field's bytes,
+    /// copied before anything is evicted (the name may be an entry's).
+    private func insert(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>)
+        -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) {
+        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: max(name.count + value.count, 1))
+        if let n = name.baseAddress { bytes.update(from: n, count: name.count) }
+        if let v = value.baseAddress { (bytes + name.count).update(from: v, count: value.count) }
+        let entry = Entry(bytes: bytes, nameCount: name.count, valueCount: value.count)
+        evict(toFit: entry.size)
+        if entry.size > capacity {
+            // The table is now empty; the field is handed over from memory freed later.
+            transient?.deallocate()
+            transient = bytes
+            return (entry.name, entry.value)
+        }
+        entries.append(entry)
+        tableSize += entry.size
+        return (entry.name, entry.value)
+    }
+
+    /// Evicts the oldest entries until `incoming` more bytes fit (§4.4).
+    private func evict(toFit incoming: Int) {
+        while oldest < entries.count, tableSize + incoming > capacity { evictOne() }
+        if oldest > 32, oldest * 2 > entries.count {
+            entries.removeFirst(oldest)
+            oldest = 0
+        }
+    }
+
+    private func evictOne() {
+        let entry = entries[oldest]
+        tableSize -= entry.size
+        entry.bytes.deallocate()
+        oldest += 1
+    }
+
+    /// A large scratch is given back after the block.
+    private func shrinkScratch() {
+        guard scratchCapacity > 4_096 else { return }
+        scratch?.deallocate()
+        scratch = nil
+        scratchCapacity = 0
+    }
+}
+
+/// A few short Huffman-coded strings and their decoded bytes, in memory made when first needed
+/// (an idle connection that never sent one holds none).
+private struct RecentStrings {
+    /// Coded strings up to this length are kept (a path, an agent).
+    static let maxCoded = 64
+    private static let slots = 2
+    /// Per slot: the coded length, the decoded length, then both strings' bytes.
+    private static let slotSize = 2 + maxCoded + maxCoded * 8 / 5 + 1
+    private var memory: UnsafeMutablePointer<UInt8>?
+    private var next = 0
+
+    /// The decoded bytes of `coded`, if it is one of the kept strings (valid until the next
+    /// ``remember(_:_:)``, which may reuse the slot).
+    func decoded(_ coded: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        guard let memory, coded.count <= RecentStrings.maxCoded else { return nil }
+        for slot in 0..<RecentStrings.slots {
+            let at = memory + slot * RecentStrings.slotSize
+            guard Int(at[0]) == coded.count,
+                  ByteScan.equal(UnsafeBufferPointer(start: at + 2, count: coded.count), coded) else { continue }
+            return UnsafeBufferPointer(start: at + 2 + coded.count, count: Int(at[1]))
+        }
+        return nil
+    }
+
+    mutating func remember(_ coded: UnsafeBufferPointer<UInt8>, _ decoded: UnsafeBufferPointer<UInt8>) {
+        guard coded.count <= RecentStrings.maxCoded, decoded.count <= 255, !coded.isEmpty else { return }
+        if memory == nil {
+            memory = .allocate(capacity: RecentStrings.slots * RecentStrings.slotSize)
+            for slot in 0..<RecentStrings.slots { memory![slot * RecentStrings.slotSize] = 0xFF }
+        }
+        let at = memory! + next * RecentStrings.slotSize
+        next = (next + 1) % RecentStrings.slots
+        at[0] = UInt8(coded.count)
+        at[1] = UInt8(decoded.count)
+        (at + 2).update(from: coded.baseAddress!, count: coded.count)
+        if let d = decoded.baseAddress { (at + 2 + coded.count).update(from: d, count: decoded.count) }
+    }
+
+    func free() { memory?.deallocate() }
+}
+
+/// HPACK's static table (RFC 7541 Appendix A): 61 fields, their bytes made once.
+enum StaticTable {
+    static let fields: [(name: String, value: String)] = [
+        (":authority", ""), (":method", "GET"), (":method", "POST"), (":path", "/"), (":path", "/index.html"),
+        (":scheme", "http"), (":scheme", "https"), (":status", "200"), (":status", "204"), (":status", "206"),
+        (":status", "304"), (":status", "400"), (":status", "404"), (":status", "500"), ("accept-charset", ""),
+        ("accept-encoding", "gzip, deflate"), ("accept-language", ""), ("accept-ranges", ""), ("accept", ""),
+        ("access-control-allow-origin", ""), ("age", ""), ("allow", ""), ("authorization", ""), ("cache-control", ""),
+        ("content-disposition", ""), ("content-encoding", ""), ("content-language", ""), ("content-length", ""),
+        ("content-location", ""), ("content-range", ""), ("content-type", ""), ("cookie", ""), ("date", ""), ("etag", ""),
+        ("expect", ""), ("expires", ""), ("from", ""), ("host", ""), ("if-match", ""), ("if-modified-since", ""),
+        ("if-none-match", ""), ("if-range", ""), ("if-unmodified-since", ""), ("last-modified", ""), ("link", ""),
+        ("location", ""), ("max-forwards", ""), ("proxy-authenticate", ""), ("proxy-authorization", ""), ("range", ""),
+        ("referer", ""), ("refresh", ""), ("retry-after", ""), ("server", ""), ("set-cookie", ""),
+        ("strict-transport-security", ""), ("transfer-encoding", ""), ("user-agent", ""), ("vary", ""), ("via", ""),
+        ("www-authenticate", ""),
+    ]
+    static let count = fields.count
+
+    /// Every name and value, one after the other, and where each starts; written once, never
+    /// changed or freed (`nonisolated(unsafe)`: a pointer is not Sendable, the bytes are constant).
+    nonisolated(unsafe) private static let storage: (bytes: UnsafeMutablePointer<UInt8>, spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)]) = {
+        let total = fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: total)
+        var at = 0
+        var spans: [(Int, Int, Int, Int)] = []
+        for (name, value) in fields {
+            let n = Array(name.utf8), v = Array(value.utf8)
+            (bytes + at).initialize(from: n, count: n.count)
+            (bytes + at + n.count).initialize(from: v, count: v.count)
+            spans.append((at, n.count, at + n.count, v.count))
+            at += n.count + v.count
+        }
+        return (bytes, spans)
+    }()
+
+    /// Field `index` (1-based).
+    static func field(_ index: Int) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) {
+        let span = storage.spans[index - 1]
+        return (UnsafeBufferPointer(start: storage.bytes + span.name, count: span.nameCount),
+                UnsafeBufferPointer(start: storage.bytes + span.value, count: span.valueCount))
+    }
+}
+
+/// HPACK's Huffman code (RFC 7541 Appendix B), decoded bit by bit over a tree made once.
+enum Huffman {
+    /// Each symbol's code (right-aligned) and length in bits, symbols 0-255 then EOS (256).
+    static let codes: [(code: UInt32, length: Int)] = [
+        (0x1ff8, 13), (0x7fffd8, 23), (0xfffffe2, 28), (0xfffffe3, 28), (0xfffffe4, 28), (0xfffffe5, 28),
+        (0xfffffe6, 28), (0xfffffe7, 28), (0xfffffe8, 28), (0xffffea, 24), (0x3ffffffc, 30), (0xfffffe9, 28),
+        (0xfffffea, 28), (0x3ffffffd, 30), (0xfffffeb, 28), (0xfffffec, 28), (0xfffffed, 28), (0xfffffee, 28),
+        (0xfffffef, 28), (0xffffff0, 28), (0xffffff1, 28), (0xffffff2, 28), (0x3ffffffe, 30), (0xffffff3, 28),
+        (0xffffff4, 28), (0xffffff5, 28), (0xffffff6, 28), (0xffffff7, 28), (0xffffff8, 28), (0xffffff9, 28),
+        (0xffffffa, 28), (0xffffffb, 28), (0x14, 6), (0x3f8, 10), (0x3f9, 10), (0xffa, 12),
+        (0x1ff9, 13), (0x15, 6), (0xf8, 8), (0x7fa, 11), (0x3fa, 10), (0x3fb, 10),
+        (0xf9, 8), (0x7fb, 11), (0xfa, 8), (0x16, 6), (0x17, 6), (0x18, 6),
+        (0x0, 5), (0x1, 5), (0x2, 5), (0x19, 6), (0x1a, 6), (0x1b, 6),
+        (0x1c, 6), (0x1d, 6), (0x1e, 6), (0x1f, 6), (0x5c, 7), (0xfb, 8),
+        (0x7ffc, 15), (0x20, 6), (0xffb, 12), (0x3fc, 10), (0x1ffa, 13), (0x21, 6),
+        (0x5d, 7), (0x5e, 7), (0x5f, 7), (0x60, 7), (0x61, 7), (0x62, 7),
+        (0x63, 7), (0x64, 7), (0x65, 7), (0x66, 7), (0x67, 7), (0x68, 7),
+        (0x69, 7), (0x6a, 7), (0x6b, 7), (0x6c, 7), (0x6d, 7), (0x6e, 7),
+        (0x6f, 7), (0x70, 7), (0x71, 7), (0x72, 7), (0xfc, 8), (0x73, 7),
+        (0xfd, 8), (0x1ffb, 13), (0x7fff0, 19), (0x1ffc, 13), (0x3ffc, 14), (0x22, 6),
+        (0x7ffd, 15), (0x3, 5), (0x23, 6), (0x4, 5), (0x24, 6), (0x5, 5),
+        (0x25, 6), (0x26, 6), (0x27, 6), (0x6, 5), (0x74, 7), (0x75, 7),
+        (0x28, 6), (0x29, 6), (0x2a, 6), (0x7, 5), (0x2b, 6), (0x76, 7),
+        (0x2c, 6), (0x8, 5), (0x9, 5), (0x2d, 6), (0x77, 7), (0x78, 7),
+        (0x79, 7), (0x7a, 7), (0x7b, 7), (0x7ffe, 15), (0x7fc, 11), (0x3ffd, 14),
+        (0x1ffd, 13), (0xffffffc, 28), (0xfffe6, 20), (0x3fffd2, 22), (0xfffe7, 20), (0xfffe8, 20),
+        (0x3fffd3, 22), (0x3fffd4, 22), (0x3fffd5, 22), (0x7fffd9, 23), (0x3fffd6, 22), (0x7fffda, 23),
+        (0x7fffdb, 23), (0x7fffdc, 23), (0x7fffdd, 23), (0x7fffde, 23), (0xffffeb, 24), (0x7fffdf, 23),
+        (0xffffec, 24), (0xffffed, 24), (0x3fffd7, 22), (0x7fffe0, 23), (0xffffee, 24), (0x7fffe1, 23),
+        (0x7fffe2, 23), (0x7fffe3, 23), (0x7fffe4, 23), (0x1fffdc, 21), (0x3fffd8, 22), (0x7fffe5, 23),
+        (0x3fffd9, 22), (0x7fffe6, 23), (0x7fffe7, 23), (0xffffef, 24), (0x3fffda, 22), (0x1fffdd, 21),
+        (0xfffe9, 20), (0x3fffdb, 22), (0x3fffdc, 22), (0x7fffe8, 23), (0x7fffe9, 23), (0x1fffde, 21),
+        (0x7fffea, 23), (0x3fffdd, 22), (0x3fffde, 22), (0xfffff0, 24), (0x1fffdf, 21), (0x3fffdf, 22),
+        (0x7fffeb, 23), (0x7fffec, 23), (0x1fffe0, 21), (0x1fffe1, 21), (0x3fffe0, 22), (0x1fffe2, 21),
+        (0x7fffed, 23), (0x3fffe1, 22), (0x7fffee, 23), (0x7fffef, 23), (0xfffea, 20), (0x3fffe2, 22),
+        (0x3fffe3, 22), (0x3fffe4, 22), (0x7ffff0, 23), (0x3fffe5, 22), (0x3fffe6, 22), (0x7ffff1, 23),
+        (0x3ffffe0, 26), (0x3ffffe1, 26), (0xfffeb, 20), (0x7fff1, 19), (0x3fffe7, 22), (0x7ffff2, 23),
+        (0x3fffe8, 22), (0x1ffffec, 25), (0x3ffffe2, 26), (0x3ffffe3, 26), (0x3ffffe4, 26), (0x7ffffde, 27),
+        (0x7ffffdf, 27), (0x3ffffe5, 26), (0xfffff1, 24), (0x1ffffed, 25), (0x7fff2, 19), (0x1fffe3, 21),
+        (0x3ffffe6, 26), (0x7ffffe0, 27), (0x7ffffe1, 27), (0x3ffffe7, 26), (0x7ffffe2, 27), (0xfffff2, 24),
+        (0x1fffe4, 21), (0x1fffe5, 21), (0x3ffffe8, 26), (0x3ffffe9, 26), (0xffffffd, 28), (0x7ffffe3, 27),
+        (0x7ffffe4, 27), (0x7ffffe5, 27), (0xfffec, 20), (0xfffff3, 24), (0xfffed, 20), (0x1fffe6, 21),
+        (0x3fffe9, 22), (0x1fffe7, 21), (0x1fffe8, 21), (0x7ffff3, 23), (0x3fffea, 22), (0x3fffeb, 22),
+        (0x1ffffee, 25), (0x1ffffef, 25), (0xfffff4, 24), (0xfffff5, 24), (0x3ffffea, 26), (0x7ffff4, 23),
+        (0x3ffffeb, 26), (0x7ffffe6, 27), (0x3ffffec, 26), (0x3ffffed, 26), (0x7ffffe7, 27), (0x7ffffe8, 27),
+        (0x7ffffe9, 27), (0x7ffffea, 27), (0x7ffffeb, 27), (0xffffffe, 28), (0x7ffffec, 27), (0x7ffffed, 27),
+        (0x7ffffee, 27), (0x7ffffef, 27), (0x7fffff0, 27), (0x3ffffee, 26), (0x3fffffff, 30),
+    ]
+
+    /// The decoding tree: node `n` has children `tree[2n]` (bit 0) and `tree[2n + 1]` (bit 1);
+    /// a child below 0 is the leaf of symbol `-child - 1`, 0 is no child. Node 0 is the root;
+    /// a complete code of 257 leaves has 256 inner nodes.
+    private static let tree: [Int16] = {
+        var tree = [Int16](repeating: 0, count: 2)
+        for (symbol, (code, length)) in codes.enumerated() {
+            var node = 0
+            for bit in stride(from: length - 1, through: 0, by: -1) {
+                let slot = 2 * node + Int(code >> UInt32(bit) & 1)
+                if bit == 0 {
+                    tree[slot] = Int16(-symbol - 1)
+                } else {
+                    if tree[slot] == 0 {
+                        tree[slot] = Int16(tree.count / 2)
+                        tree += [0, 0]
+                    }
+                    node = Int(tree[slot])
+                }
+            }
+        }
+        return tree
+    }()
+
+    private static let emits: UInt32 = 1 << 16, fails: UInt32 = 1 << 17
+
+    /// The tree walked four bits at a time: entry `16 * node + nibble` is the node reached, the
+    /// symbol completed on the way if any (`emits`; codes are at least 5 bits, so at most one),
+    /// or `fails` when the way reaches EOS.
+    private static let steps: [UInt32] = {
+        var steps = [UInt32](repeating: 0, count: tree.count / 2 * 16)
+        for node in 0..<(tree.count / 2) {
+            for nibble in 0..<16 {
+                var at = node
+                var entry: UInt32 = 0
+                for shift in stride(from: 3, through: 0, by: -1) {
+                    let child = Int(tree[2 * at + (nibble >> shift & 1)])
+                    if child < 0 {
+                        let symbol = -child - 1
+                        if symbol == 256 { entry |= fails }
+                        entry |= emits | UInt32(symbol & 0xFF) << 8
+                        at = 0
+                    } else {
+                        at = child
+                    }
+                }
+                steps[16 * node + nibble] = entry | UInt32(at)
+            }
+        }
+        return steps
+    }()
+
+    /// The nodes a string may end at: reached from the root by at most seven 1 bits, the
+    /// beginning of EOS (padding, §5.2).
+    private static let endings: [Bool] = {
+        var endings = [Bool](repeating: false, count: tree.count / 2)
+        var node = 0
+        endings[0] = true
+        for _ in 0..<7 {
+            node = Int(tree[2 * node + 1])
+            endings[node] = true
+        }
+        return endings
+    }()
+
+    /// Decodes `coded` into `out` (room for `coded.count * 8 / 5 + 1` bytes); the byte count, or
+    /// nil when it holds EOS, or padding longer than 7 bits or not all ones (§5.2).
+    static func decode(_ coded: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Int? {
+        steps.withUnsafeBufferPointer { steps in
+            var count = 0
+            var node = 0
+            /// One nibble's step; false when it reached EOS.
+            @inline(__always) func take(_ nibble: Int) -> Bool {
+                let step = steps[node << 4 | nibble]
+                if step & emits != 0 {
+                    out[count] = UInt8(truncatingIfNeeded: step >> 8)
+                    count += 1
+                }
+                node = Int(step & 0xFF)
+                return step & fails == 0
+            }
+            for byte in coded {
+                guard take(Int(byte >> 4)), take(Int(byte & 0x0F)) else { return nil }
+            }
+            return endings[node] ? count : nil
+        }
     }
 }
 

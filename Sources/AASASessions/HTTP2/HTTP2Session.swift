@@ -410,36 +410,54 @@ final package class HTTP2Session: ProtocolSession {
         decode(payload, isLast: header.has(FrameFlag.endHeaders), &output)
     }
 
-    /// Decodes a fragment of the current block; at its end, acts on the request.
+    /// Takes a fragment of the current block; at its end, decodes the block and acts on the
+    /// request. A block in several frames is gathered first (bounded by the header list limit).
     private func decode(_ fragment: UnsafeRawBufferPointer, isLast: Bool, _ output: inout Output) {
-        var input = fragment
+        guard isLast else {
+            block!.gathered.append(contentsOf: fragment)
+            return
+        }
+        let outcome: HeaderDecoder.Outcome
+        if block!.gathered.isEmpty {
+            outcome = decodeBlock(fragment, &output)
+        } else {
+            var whole = block!.gathered
+            block!.gathered = []
+            whole.append(contentsOf: fragment)
+            outcome = whole.withUnsafeBytes { decodeBlock($0, &output) }
+        }
+        switch outcome {
+        case .done:
+            let ended = block!
+            block = nil
+            endBlock(ended, &output)
+        case .invalid:
+            fail(.compressionError, "an invalid header block", &output)
+        case .stopped:
+            break
+        }
+    }
+
+    /// Hands each field of a whole block to its stream; `.stopped` once the connection failed.
+    private func decodeBlock(_ bytes: UnsafeRawBufferPointer, _ output: inout Output) -> HeaderDecoder.Outcome {
         // Read once: a copy of the target per field retains and releases its stream.
         let target = block!.target
-        while true {
-            switch decoder.next(&input, isLast: isLast) {
-            case .field(let name, let value):
-                block!.decodedBytes += name.count + value.count + 32
-                if block!.decodedBytes > configuration.maxHeaderListSize {
-                    return fail(.enhanceYourCalm, "header list over the limit", &output)
-                }
-                guard block!.malformed == nil else { continue }
-                switch target {
-                case .request(let stream):
-                    let malformed = field(name, value, stream)
-                    block!.malformed = malformed
-                case .trailers:
-                    block!.malformed = RequestFieldCheck.checkTrailer(name, value)
-                case .refused, .ignored: break
-                }
-            case .needsMore:
-                return
-            case .end:
-                let ended = block!
-                block = nil
-                return endBlock(ended, &output)
-            case .invalid:
-                return fail(.compressionError, "an invalid header block", &output)
+        return decoder.decode(bytes) { name, value in
+            block!.decodedBytes += name.count + value.count + 32
+            if block!.decodedBytes > configuration.maxHeaderListSize {
+                fail(.enhanceYourCalm, "header list over the limit", &output)
+                return false
             }
+            guard block!.malformed == nil else { return true }
+            switch target {
+            case .request(let stream):
+                let malformed = field(name, value, stream)
+                block!.malformed = malformed
+            case .trailers:
+                block!.malformed = RequestFieldCheck.checkTrailer(name, value)
+            case .refused, .ignored: break
+            }
+            return true
         }
     }
 
@@ -860,6 +878,8 @@ private struct HeaderBlock {
     var decodedBytes = 0
     var continuations = 0
     var check = RequestFieldCheck()
+    /// The fragments so far of a block in several frames.
+    var gathered: [UInt8] = []
     /// Why the request is malformed, once a field says so; the rest of the block is decoded
     /// (for the HPACK table) but not used.
     var malformed: StaticString?
