@@ -39,7 +39,7 @@ final package class HTTP2Session: ProtocolSession {
     // MARK: Streams
 
     /// Open streams by id.
-    private var streams: [Int32: HTTP2Stream] = [:]
+    private var streams: StreamTable
     /// Streams with a response to write, in order (`sendHead` is the next).
     private var sendQueue: [HTTP2Stream] = []
     private var sendHead = 0
@@ -116,7 +116,7 @@ final package class HTTP2Session: ProtocolSession {
         self.emptyFrames = FloodBudget(configuration.emptyFrameLimit, now: clock.now)
         self.idleSince = clock.now
         self.lastProgress = clock.now
-        streams.reserveCapacity(configuration.maxConcurrentStreams)
+        self.streams = StreamTable(maxOpen: configuration.maxConcurrentStreams)
     }
 
     // MARK: - ProtocolSession
@@ -379,7 +379,7 @@ final package class HTTP2Session: ProtocolSession {
                 if streams.count < configuration.maxConcurrentStreams {
                     let stream = HTTP2Stream(id: id, startedMicroseconds: clock.microseconds(), sendWindow: peerInitialWindow,
                                              receiveWindow: configuration.initialWindowSize)
-                    streams[id] = stream
+                    streams.insert(stream)
                     target = .request(stream)
                 } else if settingsAcknowledged {
                     // §5.1.2: the client knows the limit.
@@ -515,7 +515,7 @@ final package class HTTP2Session: ProtocolSession {
                 // §6.9.2: every open stream's window moves by the difference.
                 let delta = Int(value) - peerInitialWindow
                 peerInitialWindow = Int(value)
-                for stream in streams.values {
+                for stream in streams.all {
                     stream.sendWindow += delta
                     if stream.sendWindow > HTTP2Session.maxWindow {
                         return fail(.flowControlError, "a stream window over 2^31-1", &output)
@@ -536,7 +536,7 @@ final package class HTTP2Session: ProtocolSession {
         guard mayAcknowledge(&output) else { return }
         output.appendFrameHeader(length: 0, type: FrameType.settings, flags: FrameFlag.ack, stream: 0)
         if windowGrew {
-            for stream in streams.values where stream.isBlocked && stream.sendWindow > 0 { enqueue(stream) }
+            for stream in streams.all where stream.isBlocked && stream.sendWindow > 0 { enqueue(stream) }
         }
     }
 
@@ -682,7 +682,7 @@ final package class HTTP2Session: ProtocolSession {
 
     private func close(_ stream: HTTP2Stream, resetByServer: Bool) {
         stream.isClosed = true
-        streams[stream.id] = nil
+        streams.remove(stream.id)
         history.recordClose(stream.id, resetByServerAt: resetByServer ? clock.now : nil)
         if streams.isEmpty { idleSince = clock.now }
     }
