@@ -20,7 +20,7 @@ import Testing
     }
 
     static let protocolError: UInt32 = 0x1, flowControlError: UInt32 = 0x3, frameSizeError: UInt32 = 0x6,
-                        compressionError: UInt32 = 0x9
+                        compressionError: UInt32 = 0x9, enhanceYourCalm: UInt32 = 0xB
 
     private func goAwayCode(_ server: ServerUnderTest) -> UInt32? {
         Frame.parse(server.read()).last { $0.type == Frame.goAway }?.errorCode
@@ -170,6 +170,7 @@ import Testing
     static let malformedTrailers: [Case] = [
         Case("without END_STREAM", Wire.headers(stream: 1, block: Wire.literal("x-checksum", "abc"), endStream: false)),
         Case("with a pseudo-header field", Wire.headers(stream: 1, block: Wire.literal(":path", "/"))),
+        Case("with a connection-specific field", Wire.headers(stream: 1, block: Wire.literal("connection", "close"))),
     ]
 
     @Test(arguments: malformedTrailers)
@@ -237,6 +238,9 @@ import Testing
         Case("SETTINGS_INITIAL_WINDOW_SIZE of 2^31", Wire.settings([(0x4, 0x8000_0000)]), flowControlError),
         Case("SETTINGS_MAX_FRAME_SIZE of 16,383", Wire.settings([(0x5, 16_383)]), protocolError),
         Case("SETTINGS on a stream", Frame(type: Frame.settings, stream: 1).bytes, protocolError),
+        Case("SETTINGS_ENABLE_CONNECT_PROTOCOL of 2", Wire.settings([(0x8, 2)]), protocolError),
+        Case("SETTINGS_NO_RFC7540_PRIORITIES of 2", Wire.settings([(0x9, 2)]), protocolError),
+        Case("a SETTINGS frame of 33 entries", Wire.settings([(UInt16, UInt32)](repeating: (0x4, 100), count: 33)), enhanceYourCalm),
         Case("a connection WINDOW_UPDATE of 0", Wire.windowUpdate(0), protocolError),
         Case("a connection window past 2^31-1", Wire.windowUpdate(0x7FFF_FFFF), flowControlError),
         Case("DATA on an idle stream", Wire.data(stream: 1, count: 1), protocolError),
@@ -269,5 +273,66 @@ import Testing
         server.receive(Wire.preface + Wire.ping())
         #expect(goAwayCode(server) == Self.protocolError)
         #expect(server.session.failureReason == "the client preface without SETTINGS")
+    }
+
+    // MARK: - Found in review
+
+    @Test func aSettingsFrameOf32EntriesIsTaken() {
+        let server = ServerUnderTest()
+        server.receive(Wire.clientStart + Wire.settings([(UInt16, UInt32)](repeating: (0x4, 100), count: 32)))
+        #expect(Frame.parse(server.read()).filter { $0.type == Frame.settings && $0.flags == Frame.ack }.count == 2)
+        #expect(!server.session.isClosing)
+    }
+
+    /// Frames a client sent on a stream opened after the final GOAWAY, before it saw it, are
+    /// ignored like the stream; the streams in flight are answered.
+    @Test func framesOnStreamsIgnoredAfterTheFinalGoAwayDoNotEndTheConnection() {
+        let server = ServerUnderTest()
+        server.receive(Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false))
+        server.session.drain(output: &server.output)
+        server.clock.now += HTTP2Session.shutdownNoticeGrace
+        server.session.deadlineReached(output: &server.output)
+        _ = server.read()
+        server.receive(Wire.get(stream: 3, method: "POST", endStream: false) + Wire.windowUpdate(stream: 3, 1000)
+            + Wire.data(stream: 3, count: 10) + Wire.rstStream(3) + Wire.data(stream: 1, count: 10, endStream: true))
+        let frames = Frame.parse(server.read())
+        #expect(!frames.contains { $0.type == Frame.goAway })
+        #expect(frames.contains { $0.type == Frame.headers && $0.stream == 1 })
+        #expect(server.dispatch.requests.count == 1)
+        #expect(server.session.failureReason == nil)
+    }
+
+    @Test func paddingAloneIsAnEmptyFrameAndCountsAgainstTheBodyLimit() {
+        // DATA whose payload is its pad length byte alone carries nothing.
+        let server = ServerUnderTest()
+        var bytes = Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false)
+        for _ in 0..<100 { bytes += Frame(type: Frame.data, flags: 0x8, stream: 1, payload: [0]).bytes }
+        server.receive(bytes)
+        #expect(server.session.failureReason == "empty DATA flood")
+        // Padding is not body, but the 64 KiB limit counts it.
+        let padded = ServerUnderTest()
+        bytes = Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false)
+        for _ in 0..<5 { bytes += Frame(type: Frame.data, flags: 0x8, stream: 1, payload: [255] + [UInt8](repeating: 0, count: 16_000)).bytes }
+        padded.receive(bytes)
+        #expect(Frame.parse(padded.read()).contains { $0.type == Frame.rstStream && $0.stream == 1 && $0.errorCode == 0x8 })
+    }
+
+    @Test func aResponseWithoutABodyIsNotHeldBehindTheConnectionsWindow() {
+        let server = ServerUnderTest(dispatch: FakeDispatch { siteResponse(size: 100_000, for: $0) })
+        server.receive(Wire.clientStart + Wire.get(stream: 1) + Wire.get(stream: 3, method: "HEAD"))
+        let frames = Frame.parse(server.read())
+        #expect(frames.filter { $0.type == Frame.data }.reduce(0) { $0 + $1.payload.count } == 65_535)
+        #expect(frames.contains { $0.type == Frame.headers && $0.stream == 3 && $0.flags & Frame.endStream != 0 })
+        // Both windows open: the rest of stream 1.
+        server.receive(Wire.windowUpdate(stream: 1, 100_000) + Wire.windowUpdate(100_000))
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.data && $0.stream == 1 && $0.flags == Frame.endStream })
+    }
+
+    @Test func settingsAcksAndGoAwaysSpendTheControlBudget() {
+        for frame in [Wire.settings(ack: true), Frame(type: Frame.goAway, payload: [UInt8](repeating: 0, count: 8)).bytes] {
+            let server = ServerUnderTest()
+            server.receive(Wire.clientStart + Array([[UInt8]](repeating: frame, count: 200).joined()))
+            #expect(server.session.failureReason == "control frame flood")
+        }
     }
 }

@@ -25,6 +25,8 @@ import Testing
             }
             if table.count != reference.count { return }
         }
-        #expect(Set(table.all.map(\.id)) == Set(reference.keys))
+        var ids: Set<Int32> = []
+        table.forEach { ids.insert($0.id) }
+        #expect(ids == Set(reference.keys))
     }
 }

@@ -35,7 +35,7 @@ package enum HTTP2ErrorCode: UInt32, Sendable {
     case enhanceYourCalm = 0xB
 }
 
-/// SETTINGS parameters (RFC 9113 §6.5.2; RFC 9218 §2.1).
+/// SETTINGS parameters (RFC 9113 §6.5.2; RFC 8441 §3; RFC 9218 §2.1).
 package enum SettingID {
     static package let headerTableSize: UInt16 = 0x1
     static package let enablePush: UInt16 = 0x2
@@ -43,6 +43,7 @@ package enum SettingID {
     static package let initialWindowSize: UInt16 = 0x4
     static package let maxFrameSize: UInt16 = 0x5
     static package let maxHeaderListSize: UInt16 = 0x6
+    static package let enableConnectProtocol: UInt16 = 0x8
     static package let noRFC7540Priorities: UInt16 = 0x9
 }
 

@@ -83,6 +83,9 @@ final package class HTTP2Session: ProtocolSession {
     private var finalGoAwayAt: Int64?
     /// The last stream id of the final GOAWAY, once sent: newer streams are ignored.
     private var goAwayLastStream: Int32?
+    /// The highest of those: frames the client sent on them before it saw the GOAWAY are
+    /// ignored as well, not taken for frames on idle streams.
+    private var highestIgnored: Int32 = 0
     private var peerSentGoAway = false
     private var peerHasClosed = false
     /// `Output` held the high-water mark's worth of bytes when frames were last written.
@@ -103,6 +106,8 @@ final package class HTTP2Session: ProtocolSession {
     static let defaultWindow = 65_535
     static let maxWindow = 0x7FFF_FFFF
     static let minimumMaxFrameSize = 16_384
+    /// Entries one SETTINGS frame may hold.
+    static let maxSettingsEntries = 32
     /// ACKs a client may leave unread before the connection is closed (as libnghttp2 does).
     static let maxUnreadAcks = 1_000
 
@@ -292,6 +297,7 @@ final package class HTTP2Session: ProtocolSession {
         case FrameType.goAway:
             guard header.stream == 0 else { return fail(.protocolError, "GOAWAY on a stream", &output) }
             guard header.length >= 8 else { return fail(.frameSizeError, "a short GOAWAY", &output) }
+            spendControl(&output)
             peerSentGoAway = true
         case FrameType.pushPromise:
             fail(.protocolError, "PUSH_PROMISE from a client", &output)
@@ -299,6 +305,12 @@ final package class HTTP2Session: ProtocolSession {
             // Extension frames are ignored (§5.5), but each still costs a read.
             spendControl(&output)
         }
+    }
+
+    /// A stream opened after the final GOAWAY, and so ignored (RFC 9113 §6.8).
+    private func isIgnoredAfterGoAway(_ id: Int32) -> Bool {
+        guard let last = goAwayLastStream else { return false }
+        return id > last && id <= highestIgnored && id & 1 == 1
     }
 
     private func spendControl(_ output: inout Output) {
@@ -317,7 +329,8 @@ final package class HTTP2Session: ProtocolSession {
         guard id != 0 else { return fail(.protocolError, "DATA on stream 0", &output) }
         guard let content = HTTP2Session.unpadded(header, payload) else { return fail(.protocolError, "DATA with bad padding", &output) }
         let endStream = header.has(FrameFlag.endStream)
-        if header.length == 0, !endStream, !emptyFrames.spend(now: clock.now) {
+        // Padding carries nothing: a frame of padding alone is empty too.
+        if content.isEmpty, !endStream, !emptyFrames.spend(now: clock.now) {
             return fail(.enhanceYourCalm, "empty DATA flood", &output)
         }
         // The whole payload, padding included, counts against the windows (§6.9.1).
@@ -328,6 +341,7 @@ final package class HTTP2Session: ProtocolSession {
             receiveWindow = HTTP2Session.defaultWindow
         }
         guard let stream = streams[id] else {
+            if isIgnoredAfterGoAway(id) { return }
             if id & 1 == 0 || id > history.highestOpened { return fail(.protocolError, "DATA on an idle stream", &output) }
             if history.verdict(stream: id, isHeaders: false, now: clock.now) == .late { return }
             return fail(.streamClosed, "DATA on a closed stream", &output)
@@ -336,7 +350,9 @@ final package class HTTP2Session: ProtocolSession {
         guard header.length <= stream.receiveWindow else { return reset(stream, .flowControlError, &output) }
         stream.receiveWindow -= header.length
         stream.bodyBytes += content.count
-        if stream.bodyBytes > configuration.maxRequestBody { return reset(stream, .cancel, &output) }
+        // The limit counts padding too: a body of padding alone must not go on for ever.
+        stream.receivedBytes += header.length
+        if stream.receivedBytes > configuration.maxRequestBody { return reset(stream, .cancel, &output) }
         if let length = stream.contentLength, stream.bodyBytes > length { return reset(stream, .protocolError, &output) }
         if endStream {
             endRequest(stream, &output)
@@ -360,7 +376,7 @@ final package class HTTP2Session: ProtocolSession {
             }
             fragment = UnsafeRawBufferPointer(rebasing: fragment[5...])
         }
-        if header.length == 0, !emptyFrames.spend(now: clock.now) { return fail(.enhanceYourCalm, "empty HEADERS flood", &output) }
+        if fragment.isEmpty, !emptyFrames.spend(now: clock.now) { return fail(.enhanceYourCalm, "empty HEADERS flood", &output) }
         if fragment.count > configuration.maxHeaderListSize {
             return fail(.enhanceYourCalm, "header block over the limit", &output)
         }
@@ -371,7 +387,8 @@ final package class HTTP2Session: ProtocolSession {
             target = .trailers(stream)
         } else if let last = goAwayLastStream, id > last {
             // After the final GOAWAY, new streams are ignored (§6.8); their block is still
-            // decoded, for the HPACK table.
+            // decoded, for the HPACK table, and their other frames are ignored too.
+            highestIgnored = max(highestIgnored, id)
             target = .ignored
         } else {
             switch history.verdict(stream: id, isHeaders: true, now: clock.now) {
@@ -486,7 +503,7 @@ final package class HTTP2Session: ProtocolSession {
         if !resets.spend(now: clock.now) { return fail(.enhanceYourCalm, "rapid reset", &output) }
         if let stream = streams[id] {
             close(stream, resetByServer: false)
-        } else if id & 1 == 0 || id > history.highestOpened {
+        } else if !isIgnoredAfterGoAway(id), id & 1 == 0 || id > history.highestOpened {
             fail(.protocolError, "RST_STREAM on an idle stream", &output)
         }
     }
@@ -496,12 +513,17 @@ final package class HTTP2Session: ProtocolSession {
         if header.has(FrameFlag.ack) {
             guard header.length == 0 else { return fail(.frameSizeError, "a SETTINGS ACK with a payload", &output) }
             settingsAcknowledged = true
-            return
+            return spendControl(&output)
         }
         guard header.length % 6 == 0 else { return fail(.frameSizeError, "SETTINGS not a multiple of 6 bytes", &output) }
+        // Seven parameters exist; more entries than a few times that is only work for us
+        // (libnghttp2 stops at 32 as well, CVE-2020-11080).
+        guard header.length <= 6 * HTTP2Session.maxSettingsEntries else {
+            return fail(.enhanceYourCalm, "too many SETTINGS entries", &output)
+        }
         spendControl(&output)
         if isTerminated { return }
-        var windowGrew = false
+        let initialWindow = peerInitialWindow
         for at in stride(from: 0, to: payload.count, by: 6) {
             let id = UInt16(payload[at]) << 8 | UInt16(payload[at + 1])
             let value = FrameHeader.uint32(payload, at: at + 2)
@@ -512,16 +534,10 @@ final package class HTTP2Session: ProtocolSession {
                 guard value <= HTTP2Session.maxWindow else {
                     return fail(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1", &output)
                 }
-                // §6.9.2: every open stream's window moves by the difference.
-                let delta = Int(value) - peerInitialWindow
                 peerInitialWindow = Int(value)
-                for stream in streams.all {
-                    stream.sendWindow += delta
-                    if stream.sendWindow > HTTP2Session.maxWindow {
-                        return fail(.flowControlError, "a stream window over 2^31-1", &output)
-                    }
-                }
-                windowGrew = windowGrew || delta > 0
+            case SettingID.enableConnectProtocol, SettingID.noRFC7540Priorities:
+                // RFC 8441 §3, RFC 9218 §2.1.
+                if value > 1 { return fail(.protocolError, "a SETTINGS flag not 0 or 1", &output) }
             case SettingID.maxFrameSize:
                 guard value >= HTTP2Session.minimumMaxFrameSize, value <= 0xFF_FFFF else {
                     return fail(.protocolError, "SETTINGS_MAX_FRAME_SIZE out of range", &output)
@@ -533,11 +549,20 @@ final package class HTTP2Session: ProtocolSession {
                 break
             }
         }
+        // §6.9.2: every open stream's window moves by the difference, once for the frame (the
+        // last value of the parameter is the one that holds).
+        let delta = peerInitialWindow - initialWindow
+        if delta != 0 {
+            var overflow = false
+            streams.forEach { stream in
+                stream.sendWindow += delta
+                if stream.sendWindow > HTTP2Session.maxWindow { overflow = true }
+                if delta > 0, stream.isBlocked, stream.sendWindow > 0 { enqueue(stream) }
+            }
+            if overflow { return fail(.flowControlError, "a stream window over 2^31-1", &output) }
+        }
         guard mayAcknowledge(&output) else { return }
         output.appendFrameHeader(length: 0, type: FrameType.settings, flags: FrameFlag.ack, stream: 0)
-        if windowGrew {
-            for stream in streams.all where stream.isBlocked && stream.sendWindow > 0 { enqueue(stream) }
-        }
     }
 
     private func ping(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
@@ -571,10 +596,16 @@ final package class HTTP2Session: ProtocolSession {
                 return fail(.flowControlError, "the connection's window over 2^31-1", &output)
             }
             sendWindow += increment
+            // Streams set aside while the connection's window was used up go on.
+            streams.forEach { stream in
+                if stream.isBlocked, stream.sendWindow > 0 { enqueue(stream) }
+            }
             return
         }
         guard let stream = streams[id] else {
-            if id & 1 == 0 || id > history.highestOpened { fail(.protocolError, "WINDOW_UPDATE on an idle stream", &output) }
+            if !isIgnoredAfterGoAway(id), id & 1 == 0 || id > history.highestOpened {
+                fail(.protocolError, "WINDOW_UPDATE on an idle stream", &output)
+            }
             return
         }
         guard increment > 0 else { return reset(stream, .protocolError, &output) }
@@ -734,8 +765,9 @@ final package class HTTP2Session: ProtocolSession {
                     continue
                 }
             }
-            guard sendWindow > 0 else { break }
-            guard stream.sendWindow > 0 else {
+            guard sendWindow > 0, stream.sendWindow > 0 else {
+                // Waits for a WINDOW_UPDATE (its own, or the connection's); the streams behind
+                // it go on, if only with their HEADERS.
                 stream.isBlocked = true
                 stream.isQueued = false
                 sendHead += 1

@@ -25,6 +25,8 @@ final package class HTTP2Stream {
     package var contentLength: Int?
     /// Request body bytes received (and discarded).
     package var bodyBytes = 0
+    /// DATA payload received, padding included: what the body limit counts.
+    var receivedBytes = 0
     /// The client sent END_STREAM: the stream is half-closed (remote), and any DATA or HEADERS
     /// on it is STREAM_CLOSED (RFC 9113 §5.1).
     var isEndedByClient = false

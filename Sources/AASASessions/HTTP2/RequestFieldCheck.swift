@@ -48,6 +48,12 @@ struct RequestFieldCheck {
         case nil: break
         }
         if !RequestFieldCheck.isValidName(name) { return "an invalid field name" }
+        return RequestFieldCheck.checkConnectionSpecific(name, value)
+    }
+
+    /// Fields HTTP/2 does not carry (§8.2.2): the connection-specific ones, and TE other than
+    /// `trailers`. `name` is valid and lower case.
+    private static func checkConnectionSpecific(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> StaticString? {
         switch name.count {
         case 2:
             return HTTP2Session.equals(name, "te") && !HTTP2Session.equals(value, "trailers") ? "TE other than trailers" : nil
@@ -78,10 +84,12 @@ struct RequestFieldCheck {
         return nil
     }
 
-    /// A trailer field (a second header block): no pseudo-header fields (§8.1).
+    /// A trailer field (a second header block): no pseudo-header fields (§8.1), nor what no
+    /// field section may hold (§8.2).
     static func checkTrailer(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> StaticString? {
         if let why = checkValue(value) { return why }
-        return isValidName(name) ? nil : "an invalid trailer field"
+        guard isValidName(name) else { return "an invalid trailer field" }
+        return checkConnectionSpecific(name, value)
     }
 
     /// No NUL, CR or LF, and no whitespace at either end (§8.2.1).

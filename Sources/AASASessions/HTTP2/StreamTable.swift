@@ -61,6 +61,9 @@ struct StreamTable {
         }
     }
 
-    /// Every open stream, in no order.
-    var all: [HTTP2Stream] { slots.compactMap { $0 } }
+    /// Calls `body` with every open stream, in no particular order.
+    func forEach(_ body: (HTTP2Stream) -> Void) {
+        guard count > 0 else { return }
+        for case let stream? in slots { body(stream) }
+    }
 }
