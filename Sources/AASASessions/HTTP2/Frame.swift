@@ -25,7 +25,6 @@ package enum FrameFlag {
 package enum HTTP2ErrorCode: UInt32, Sendable {
     case noError = 0x0
     case protocolError = 0x1
-    case internalError = 0x2
     case flowControlError = 0x3
     case streamClosed = 0x5
     case frameSizeError = 0x6
@@ -37,7 +36,6 @@ package enum HTTP2ErrorCode: UInt32, Sendable {
 
 /// SETTINGS parameters (RFC 9113 §6.5.2; RFC 8441 §3; RFC 9218 §2.1).
 package enum SettingID {
-    static package let headerTableSize: UInt16 = 0x1
     static package let enablePush: UInt16 = 0x2
     static package let maxConcurrentStreams: UInt16 = 0x3
     static package let initialWindowSize: UInt16 = 0x4
@@ -55,13 +53,6 @@ package struct FrameHeader {
     package var flags: UInt8
     /// The stream identifier, the reserved bit cleared (it is ignored on receipt).
     package var stream: Int32
-
-    package init(length: Int, type: UInt8, flags: UInt8, stream: Int32) {
-        self.length = length
-        self.type = type
-        self.flags = flags
-        self.stream = stream
-    }
 
     /// Reads a header from the first nine bytes of `bytes`.
     package init(_ bytes: UnsafeRawBufferPointer) {
@@ -93,8 +84,12 @@ extension Output {
     @inlinable
     mutating package func appendFrame(type: UInt8, stream: Int32, value: UInt32) {
         appendFrameHeader(length: 4, type: type, flags: 0, stream: stream)
-        let bytes = (UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                     UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value))
-        withUnsafeBytes(of: bytes) { buffer.append(contentsOf: $0) }
+        appendUInt32(value)
+    }
+
+    /// Appends a 32-bit value in network byte order (RFC 9113 §4.1).
+    @inlinable
+    mutating package func appendUInt32(_ value: UInt32) {
+        withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
     }
 }

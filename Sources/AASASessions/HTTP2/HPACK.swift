@@ -480,7 +480,7 @@ package enum HeaderEncoder {
     }
 
     /// An integer with an N-bit prefix (§5.1).
-    package static func integer(_ value: Int, prefixBits: Int, first: UInt8, into out: inout [UInt8]) {
+    private static func integer(_ value: Int, prefixBits: Int, first: UInt8, into out: inout [UInt8]) {
         let limit = (1 << prefixBits) - 1
         if value < limit {
             out.append(first | UInt8(value))

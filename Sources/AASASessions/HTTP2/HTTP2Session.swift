@@ -740,8 +740,8 @@ final package class HTTP2Session: ProtocolSession {
         ]
         output.appendFrameHeader(length: 6 * settings.count, type: FrameType.settings, flags: 0, stream: 0)
         for (id, value) in settings {
-            output.buffer += [UInt8(id >> 8), UInt8(id & 0xFF), UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF),
-                              UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+            withUnsafeBytes(of: id.bigEndian) { output.buffer.append(contentsOf: $0) }
+            output.appendUInt32(UInt32(value))
         }
     }
 
@@ -839,11 +839,8 @@ final package class HTTP2Session: ProtocolSession {
 
     private func writeGoAway(lastStream: Int32, _ code: HTTP2ErrorCode, _ output: inout Output) {
         output.appendFrameHeader(length: 8, type: FrameType.goAway, flags: 0, stream: 0)
-        let id = UInt32(bitPattern: lastStream), value = code.rawValue
-        let payload = (UInt8(truncatingIfNeeded: id >> 24), UInt8(truncatingIfNeeded: id >> 16), UInt8(truncatingIfNeeded: id >> 8),
-                       UInt8(truncatingIfNeeded: id), UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                       UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value))
-        withUnsafeBytes(of: payload) { output.buffer.append(contentsOf: $0) }
+        output.appendUInt32(UInt32(bitPattern: lastStream))
+        output.appendUInt32(code.rawValue)
     }
 
     /// A connection error (RFC 9113 §5.4.1): GOAWAY with `code` and the last stream processed,
