@@ -63,10 +63,19 @@ public struct HTTPRequest: Sendable, Equatable {
     /// A `Transfer-Encoding` body: its end cannot be found without decoding it, so the
     /// connection closes after the response.
     public var hasUnframedBody: Bool
+    /// `Authorization` and `If-Match`: read by the admin listener's write API (docs/platforms.md).
+    public var authorization: String?
+    public var ifMatch: String?
+    /// The request carries ``RequestParser/ownCheckField``: `aasa check` or `aasa monitor`
+    /// asking as Apple's bot, not Apple's bot (docs/apple-view.md, "Fetch record").
+    public var isOwnCheck = false
+    /// The body, for a session that keeps bodies (the admin listener); empty otherwise.
+    public var body: [UInt8] = []
 
     public init(method: HTTPMethod, target: String, path: String, host: String?, version: HTTPVersion,
                 keepAlive: Bool, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil,
-                userAgent: String? = nil, contentLength: Int = 0, hasUnframedBody: Bool = false) {
+                userAgent: String? = nil, contentLength: Int = 0, hasUnframedBody: Bool = false,
+                authorization: String? = nil, ifMatch: String? = nil, isOwnCheck: Bool = false) {
         self.method = method
         self.target = target
         self.path = path
@@ -78,6 +87,9 @@ public struct HTTPRequest: Sendable, Equatable {
         self.userAgent = userAgent
         self.contentLength = contentLength
         self.hasUnframedBody = hasUnframedBody
+        self.authorization = authorization
+        self.ifMatch = ifMatch
+        self.isOwnCheck = isOwnCheck
     }
 }
 
@@ -277,6 +289,9 @@ public struct RequestParser: Sendable {
         var ifNoneMatch: String?
         var ifModifiedSince: String?
         var userAgent: String?
+        var authorization: String?
+        var ifMatch: String?
+        var isOwnCheck = false
 
         var p = lineEnd + 2
         let end = headEnd - 2
@@ -353,6 +368,12 @@ public struct RequestParser: Sendable {
                 let ua = String(decoding: valueBytes, as: UTF8.self)
                 lastUserAgent.remember(valueBytes, as: ua)
                 userAgent = ua
+            case .authorization:
+                authorization = String(decoding: valueBytes, as: UTF8.self)
+            case .ifMatch:
+                ifMatch = String(decoding: valueBytes, as: UTF8.self)
+            case .ownCheck:
+                isOwnCheck = true
             case nil:
                 break
             }
@@ -377,7 +398,8 @@ public struct RequestParser: Sendable {
         return .request(HTTPRequest(method: method, target: target, path: path, host: targetHost ?? hostField,
                                     version: version, keepAlive: keepAlive, ifNoneMatch: ifNoneMatch,
                                     ifModifiedSince: ifModifiedSince, userAgent: userAgent,
-                                    contentLength: contentLength ?? 0, hasUnframedBody: transferEncoding),
+                                    contentLength: contentLength ?? 0, hasUnframedBody: transferEncoding,
+                                    authorization: authorization, ifMatch: ifMatch, isOwnCheck: isOwnCheck),
                         headLength: headEnd)
     }
 
@@ -386,7 +408,13 @@ public struct RequestParser: Sendable {
     /// The fields this server reads.
     enum Field {
         case host, contentLength, transferEncoding, connection, ifNoneMatch, ifModifiedSince, userAgent
+        case authorization, ifMatch, ownCheck
     }
+
+    /// The field `aasa check` and `aasa monitor` add to their requests, which send Apple's bot's
+    /// User-Agent so that an origin answers them as it answers Apple: the fetch record leaves
+    /// such requests out, and any access log that records the field tells them apart.
+    public static let ownCheckField = "AASA-Check"
 
     /// Which known field a name is: chosen by length first, so most fields cost one comparison.
     /// Any bytes of a line may be given: a match is made of token characters (see ``isName``).
@@ -394,10 +422,14 @@ public struct RequestParser: Sendable {
         let p = UnsafeRawPointer(name.base.baseAddress! + name.startIndex)
         switch name.count {
         case 4: return isName(p, "host") ? .host : nil
+        case 8: return isName(p, "if-match") ? .ifMatch : nil
         case 10:
             if isName(p, "connection") { return .connection }
+            if isName(p, "aasa-check") { return .ownCheck }
             return isName(p, "user-agent") ? .userAgent : nil
-        case 13: return isName(p, "if-none-match") ? .ifNoneMatch : nil
+        case 13:
+            if isName(p, "if-none-match") { return .ifNoneMatch }
+            return isName(p, "authorization") ? .authorization : nil
         case 14: return isName(p, "content-length") ? .contentLength : nil
         case 17:
             if isName(p, "transfer-encoding") { return .transferEncoding }

@@ -136,6 +136,8 @@ final class ServerProcess {
 
     /// Waits until the server's event log contains `text`.
     func waitForLog(_ text: String, timeout: Double = 5) -> Bool { stderrBuffer.wait(for: text, timeout: timeout) }
+    /// Waits until the access log contains `text`.
+    func waitForAccessLog(_ text: String, timeout: Double = 5) -> Bool { stdoutBuffer.wait(for: text, timeout: timeout) }
 
     static func port(_ kind: String, in log: String) -> Int? {
         for line in log.split(separator: "\n") where line.contains("listening \(kind) ") {

@@ -24,6 +24,10 @@ public struct SiteCheck: Sendable {
     public static let legacyPath = AssociationFileKind.legacyAASAPath
     /// What Apple's CDN sends (docs/aasa-reference.md §3.7): a server that treats it differently fails here.
     public static let userAgent = "AASA-Bot/1.0.0"
+    /// Sent beside Apple's bot's User-Agent, so a server's record of Apple's fetches does not
+    /// take this check for one (docs/apple-view.md, "Fetch record"); the origin's answer cannot
+    /// depend on a field that Apple's bot never sends and no rule in front of it knows.
+    public static let ownCheckHeaders = [(name: RequestParser.ownCheckField, value: "check")]
     /// `tls` warns when the certificate expires sooner.
     public static let expiryWarningDays = 14
 
@@ -112,7 +116,7 @@ public struct SiteCheck: Sendable {
         var response: HTTPResponse
         var tooLarge: HTTPResponseHead?
         do {
-            response = try client.get(wellKnown, deadline: deadline)
+            response = try client.get(wellKnown, headers: SiteCheck.ownCheckHeaders, deadline: deadline)
         } catch {
             guard error.phase == .response else {
                 report.set("tls", .fail, SiteCheck.tlsFailure(error, viaConnect: options.connectTo != nil))
@@ -134,7 +138,8 @@ public struct SiteCheck: Sendable {
         if response.status != 200, tooLarge == nil {
             let problem = SiteCheck.statusProblem(response, host: host)
             // The legacy location: devices before the CDN tried it second (docs/aasa-reference.md §3.1).
-            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), deadline: deadline)
+            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), headers: SiteCheck.ownCheckHeaders,
+                                         deadline: deadline)
             if let legacy, legacy.status == 200 {
                 report.set("status", .warn, "\(problem); the file is only at the legacy \(SiteCheck.legacyPath) (200): move it to \(SiteCheck.wellKnownPath), the one location Apple's CDN and alternate modes use")
                 report.url = "https://\(host)\(SiteCheck.legacyPath)"

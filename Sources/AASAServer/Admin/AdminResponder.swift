@@ -143,6 +143,12 @@ enum AdminResponder {
                 file.writeIdentity(to: &w)
                 w.key("error")
                 writeError(refusal: file.refusal, error: file.error, to: &w)
+                if file.refusal == nil, !file.newest.isValid {
+                    // Every finding of a file that is not served, warnings included: one of
+                    // them may be what explains the error.
+                    w.key("diagnostics")
+                    w.write(file.newest.diagnostics)
+                }
                 w.endObject()
             }
             w.endArray()

@@ -14,16 +14,21 @@ public final class Metrics: Sendable {
     /// ACME orders by outcome (docs/acme.md).
     let acmeOrdersIssued = Atomic<Int>(0)
     let acmeOrdersFailed = Atomic<Int>(0)
-    /// Which sites get a label of their own.
+    /// Which sites get a label of their own on `aasa_requests_total`.
     let labels: SiteLabels
+    /// The same for `aasa_reload_errors_total`, a table of its own: a rejected file must not
+    /// take a slot from a site whose requests would then count as `other` with no series of
+    /// its own to show for the slot.
+    let reloadErrorLabels: SiteLabels
 
     init(labels: SiteLabels = SiteLabels()) {
         self.labels = labels
+        reloadErrorLabels = SiteLabels(capacity: labels.capacity)
     }
 
     func recordReloadErrors(sites: [String]) {
         guard !sites.isEmpty else { return }
-        let labelled = sites.map { labels.label(for: $0) }
+        let labelled = sites.map { reloadErrorLabels.label(for: $0) }
         reloadErrors.withLock { counts in
             for site in labelled { counts[site, default: 0] += 1 }
         }

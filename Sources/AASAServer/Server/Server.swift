@@ -39,6 +39,12 @@ public struct ServerConfiguration: Sendable {
     public var acme: ACMEConfiguration?
     /// `--cdn-watch on`: the copy Apple's CDN holds of each site (docs/apple-view.md).
     public var cdnWatch: CDNWatchConfiguration?
+    /// `--admin-token-file`: the write API on the admin listener (docs/platforms.md).
+    public var apiTokenFile: String?
+
+    /// Whether sites and certificates may arrive after the start (`--dev` makes its own
+    /// certificates, `--acme` orders them, the API receives both), so an empty start is not a mistake.
+    var mayStartEmpty: Bool { dev || acme != nil || apiTokenFile != nil }
 
     public init() {}
 }
@@ -88,9 +94,17 @@ public final class Server {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let started = monotonicMilliseconds()
+        if let problem = StartupCheck.directories(configuration) {
+            log.error(problem)
+            return 1
+        }
         let dev = configuration.dev ? DevelopmentMode(certificatesDirectory: configuration.certsDirectory ?? "certs-dev") : nil
         dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
         let snapshot = builder.build(previous: nil)
+        if let problem = StartupCheck.loaded(snapshot, configuration) {
+            log.error(problem)
+            return 1
+        }
         let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,

@@ -98,9 +98,20 @@ extension CertificateStore {
         return entry
     }
 
-    /// Loads one key pair; nil (reported) when it fails. `isACME` when ACME issued it.
+    /// What loading one key pair gave.
+    enum Loaded: Sendable {
+        /// Ready to serve; `isACME` when ACME issued it.
+        case serving(TLSCertificate, isACME: Bool)
+        /// Read, but never served: a CA, or a certificate that names no DNS host. Said once,
+        /// and not read again until its files change.
+        case skipped
+        /// Unreadable, or the key does not match (reported); read again at the next reload.
+        case failed
+    }
+
+    /// Loads one key pair (docs/serving.md, "Certificates").
     static func load(_ candidate: Candidate, directory: String, findings: StartupFindings,
-                     keys: KeyReader? = nil) -> (certificate: TLSCertificate, isACME: Bool)? {
+                     keys: KeyReader? = nil) -> Loaded {
         var st = stat()
         if stat(candidate.key, &st) == 0, st.st_mode & 0o077 != 0 {
             findings.note(.keyReadableByOthers, level: .warning,
@@ -111,11 +122,21 @@ extension CertificateStore {
             certificate = try TLSCertificate(name: candidate.name, certificatePath: candidate.certificate, keyPath: candidate.key, keys: keys)
         } catch {
             findings.error("certificate \(candidate.name): \(error)")
-            return nil
+            return .failed
+        }
+        // A CA's certificate beside its leaves (ca.pem + ca.key) would otherwise be indexed
+        // under no name, or handed to clients as the default certificate.
+        if certificate.isCA {
+            findings.error("certificate \(candidate.name): \(candidate.certificate) is a CA certificate (basicConstraints CA:TRUE), not a serving one; skipped")
+            return .skipped
+        }
+        if certificate.dnsNames.isEmpty {
+            findings.error("certificate \(candidate.name): \(candidate.certificate) names no DNS host in its subjectAltName, so no client name can select it; skipped")
+            return .skipped
         }
         // ACME writes the certbot layout and records each folder it issued (ACMEStorage).
         let isACME = candidate.certificate == directory + "/" + candidate.name + "/fullchain.pem"
             && DirectoryListing.isFile(ACMEStorage.markerPath(certsDirectory: directory, name: candidate.name))
-        return (certificate, isACME)
+        return .serving(certificate, isACME: isACME)
     }
 }

@@ -312,8 +312,17 @@ struct SnapshotBuilder: Sendable {
             if !isNewSite || old != nil { findings.note(.siteLoaded, level: .info, "\(subject): serving version \(served.version)") }
             return SiteFile(kind: kind, path: path, served: served, newest: file, stamp: stamp)
         }
-        for d in file.diagnostics where d.severity == .error {
-            log.error("\(path):\(d.line):\(d.column): error: \(d.message) [\(d.code.rawValue)]")
+        // Every finding of a rejected file: each error on its own line, the warnings folded
+        // like any start-up finding (a warning can be what explains the error).
+        for d in file.diagnostics {
+            if d.severity == .error {
+                log.error("\(path):\(d.line):\(d.column): error: \(d.message) [\(d.code.rawValue)]")
+            } else {
+                findings.note(.validationWarning, level: .warning, "\(path):\(d.line):\(d.column): warning: \(d.message) [\(d.code.rawValue)]")
+            }
+        }
+        if file.unlistedCount > 0 {
+            log.error("\(path): \(file.unlistedCount) more findings not listed")
         }
         let kept = old?.served
         log.error("\(subject): file rejected; \(kept.map { "version \($0.version) keeps serving" } ?? "not served")")
@@ -378,17 +387,18 @@ struct SnapshotBuilder: Sendable {
         var acme: Set<String> = []
         var changedFiles: [String: CertificateFiles?] = [:]
         for (i, (candidate, files)) in toLoad.enumerated() {
-            guard let loaded = results[i] else {
-                // A pair that fails to load: the one loaded before goes too, as at start.
-                if previous.certificateFiles[candidate.name] != nil { removed.insert(candidate.name) }
-                changedFiles[candidate.name] = .some(nil)
+            guard case .serving(let cert, let isACME)? = results[i] else {
+                // A pair that fails to load or is skipped: the one loaded before goes too, as at
+                // start. A skipped pair keeps its stamps, so it is not read (nor said) again
+                // until its files change; a failed one is tried at every reload.
+                if previous.certificates.certificate(named: candidate.name) != nil { removed.insert(candidate.name) }
+                if case .skipped? = results[i] { changedFiles[candidate.name] = files } else { changedFiles[candidate.name] = .some(nil) }
                 continue
             }
-            let cert = loaded.certificate
             findings.note(.certificateLoaded, level: .info,
                           "certificate \(cert.name): \(cert.dnsNames.joined(separator: ", ")) (expires \(HTTPDate.format(cert.notAfter)))")
             adding.append(cert)
-            if loaded.isACME { acme.insert(cert.name) }
+            if isACME { acme.insert(cert.name) }
             changedFiles[candidate.name] = files
         }
         for name in removed { changedFiles[name] = .some(nil) }

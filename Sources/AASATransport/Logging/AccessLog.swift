@@ -105,14 +105,14 @@ final package class AccessLog {
         let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
         return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host, method: request.method,
                      target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
-                     userAgent: request.userAgent, version: request.version)
+                     userAgent: request.userAgent, version: request.version, ownCheck: request.isOwnCheck)
     }
 
     /// Appends the line for a request refused before it was parsed: no host, method, target or agent.
     package func appendRefused(timeMilliseconds: Int64, client: String, status: Int, bytes: Int, durationMicroseconds: Int64) {
         updateSecond(timeMilliseconds)
         write(timeMilliseconds: timeMilliseconds, client: client, host: nil, method: nil, target: "-", status: status,
-              bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: nil, version: .http11)
+              bytes: bytes, durationMicroseconds: durationMicroseconds, userAgent: nil, version: .http11, ownCheck: false)
     }
 
     private func updateSecond(_ timeMilliseconds: Int64) {
@@ -127,7 +127,8 @@ final package class AccessLog {
     /// an empty string in JSON; a missing agent as empty in both.
     @discardableResult
     private func write(timeMilliseconds: Int64, client: String, host: String?, method: HTTPMethod?, target: String, status: Int,
-                       bytes: Int, durationMicroseconds: Int64, userAgent: String?, version: HTTPVersion) -> StaticString? {
+                       bytes: Int, durationMicroseconds: Int64, userAgent: String?, version: HTTPVersion,
+                       ownCheck: Bool) -> StaticString? {
         if let userAgent {
             if userAgent != lastAgent {
                 lastAgent = userAgent
@@ -151,7 +152,9 @@ final package class AccessLog {
             // the keys, the time, the numbers and the rest.
             reserve(256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
             var w = LineWriter(at: storage + count)
-            let fetcher = agent.fetcher
+            // `aasa check` or `aasa monitor` as Apple's bot: logged as itself, and no fetcher
+            // for the fetch record (docs/apple-view.md, "Fetch record").
+            let fetcher: StaticString? = ownCheck ? "aasa-check" : agent.fetcher
             let ms = Int(timeMilliseconds % 1000)
             switch format {
             case .text:
@@ -218,7 +221,7 @@ final package class AccessLog {
             }
             w.byte(0x0A)
             count = w.at - storage
-            return fetcher
+            return ownCheck ? nil : fetcher
         }}}}}
     }
 

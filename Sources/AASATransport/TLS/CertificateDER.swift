@@ -10,6 +10,8 @@ package struct CertificateDER {
     package var dnsNames: [String]
     package var notBefore: Int
     package var notAfter: Int
+    /// basicConstraints says `cA: TRUE` (RFC 5280 §4.2.1.9): a CA, never a serving certificate.
+    package var isCA = false
     /// The SubjectPublicKeyInfo, as encoded: compared with the key's.
     var publicKeyInfo: ArraySlice<UInt8>
 
@@ -38,6 +40,15 @@ package struct CertificateDER {
                 guard var ext = extensions.read(tag: 0x30)?.reader, let oid = ext.read(tag: 0x06) else { return nil }
                 if ext.peek == 0x01 { _ = ext.read(tag: 0x01) }     // critical
                 guard let value = ext.read(tag: 0x04) else { return nil }
+                // 2.5.29.19 basicConstraints: SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLen INTEGER OPTIONAL }
+                if Array(oid.content) == [0x55, 0x1D, 0x13] {
+                    var inner = value.reader
+                    guard var constraints = inner.read(tag: 0x30)?.reader else { return nil }
+                    if constraints.peek == 0x01, let flag = constraints.read(tag: 0x01) {
+                        isCA = flag.content.first.map { $0 != 0 } ?? false
+                    }
+                    continue
+                }
                 // 2.5.29.17 subjectAltName
                 guard Array(oid.content) == [0x55, 0x1D, 0x11] else { continue }
                 var inner = value.reader

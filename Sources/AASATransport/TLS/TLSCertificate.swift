@@ -18,6 +18,8 @@ public final class TLSCertificate: @unchecked Sendable {
     public let notAfter: Int
     /// notBefore, in seconds since 1970 (ACME renews after two thirds of the lifetime).
     public let notBefore: Int
+    /// The leaf is a CA (basicConstraints `cA: TRUE`): loaded only to be refused (docs/serving.md, "Certificates").
+    public let isCA: Bool
     /// The leaf, then the rest of the chain, as the file lists them.
     private let certificatesDER: [[UInt8]]
     private let keyDER: [UInt8]
@@ -38,6 +40,7 @@ public final class TLSCertificate: @unchecked Sendable {
                 self.dnsNames = fields.dnsNames
                 self.notAfter = fields.notAfter
                 self.notBefore = fields.notBefore
+                self.isCA = fields.isCA
                 self.certificatesDER = ders
                 self.keyDER = key.der
                 self.name = name
@@ -67,6 +70,7 @@ public final class TLSCertificate: @unchecked Sendable {
         self.dnsNames = X509Fields.dnsNames(chain[0])
         self.notAfter = X509Fields.notAfter(chain[0])
         self.notBefore = X509Fields.notBefore(chain[0])
+        self.isCA = X509_get_extension_flags(chain[0]) & UInt32(EXFLAG_CA) != 0
         self.certificatesDER = ders
         self.keyDER = key.der
         self.name = name
