@@ -152,7 +152,8 @@ class Setup:
         self.key, self.crt = os.path.join(self.certs, "bench.key"), os.path.join(self.certs, "bench.crt")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                         "-keyout", self.key, "-out", self.crt, "-days", "2", "-subj", f"/CN={HOST}",
-                        "-addext", f"subjectAltName=DNS:{HOST},DNS:{BIG_HOST},DNS:localhost"],
+                        "-addext", f"subjectAltName=DNS:{HOST},DNS:{BIG_HOST},DNS:localhost",
+                        "-addext", "basicConstraints=critical,CA:FALSE"],
                        check=True, capture_output=True)
         os.chmod(self.key, 0o600)
         # valgrind 3.19 stops at the DWARF 5 debug information of Swift 6 binaries; the code

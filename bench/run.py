@@ -137,7 +137,8 @@ class Workdir:
         key, crt = os.path.join(self.certs, "bench.key"), os.path.join(self.certs, "bench.crt")
         run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
              "-out", crt, "-days", "30", "-subj", "/CN=bench.example",
-             "-addext", "subjectAltName=DNS:bench.example,DNS:www.bench.example,DNS:big.example,DNS:*.bench.example,DNS:localhost,IP:127.0.0.1"])
+             "-addext", "subjectAltName=DNS:bench.example,DNS:www.bench.example,DNS:big.example,DNS:*.bench.example,DNS:localhost,IP:127.0.0.1",
+             "-addext", "basicConstraints=critical,CA:FALSE"])
         os.chmod(key, 0o600)
         self.key, self.crt = key, crt
 

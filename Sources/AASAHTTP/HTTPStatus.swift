@@ -1,23 +1,39 @@
 /// The statuses this server sends, with their reason phrases (RFC 9110 §15).
 public enum HTTPStatus: Int, Sendable, CaseIterable {
     case ok = 200
+    case created = 201
+    case noContent = 204
     case notModified = 304
     case badRequest = 400
+    case unauthorized = 401
+    case forbidden = 403
     case notFound = 404
     case methodNotAllowed = 405
     case requestTimeout = 408
+    case lengthRequired = 411
+    case preconditionFailed = 412
     case payloadTooLarge = 413
     case uriTooLong = 414
     case misdirectedRequest = 421
+    case unprocessableContent = 422
     case requestHeaderFieldsTooLarge = 431
     case internalServerError = 500
     case notImplemented = 501
     case serviceUnavailable = 503
     case httpVersionNotSupported = 505
+    case insufficientStorage = 507
 
     public var reason: String {
         switch self {
         case .ok: return "OK"
+        case .created: return "Created"
+        case .noContent: return "No Content"
+        case .unauthorized: return "Unauthorized"
+        case .forbidden: return "Forbidden"
+        case .lengthRequired: return "Length Required"
+        case .preconditionFailed: return "Precondition Failed"
+        case .unprocessableContent: return "Unprocessable Content"
+        case .insufficientStorage: return "Insufficient Storage"
         case .notModified: return "Not Modified"
         case .badRequest: return "Bad Request"
         case .notFound: return "Not Found"

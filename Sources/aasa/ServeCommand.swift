@@ -118,6 +118,10 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("cdn-rate"), help: "Requests per second to the CDN at most (default 2).")
     var cdnRate: Int?
 
+    @Option(name: .customLong("admin-token-file"),
+            help: "Turn on the write API on the admin listener: a file of bearer tokens, NAME:TOKEN or TOKEN, one a line (docs/platforms.md).")
+    var adminTokenFile: String?
+
     /// `--admin` values that mean "no admin listener" (also understood by `aasa health`).
     static let adminOff: Set<String> = ["off", "none", ""]
 
@@ -144,6 +148,11 @@ struct ServeCommand: ParsableCommand {
         }
         let adminText = admin ?? env["AASA_ADMIN"] ?? "127.0.0.1:9090"
         c.admin = ServeCommand.adminOff.contains(adminText.lowercased()) ? nil : try addresses([adminText], "--admin").first
+        c.apiTokenFile = adminTokenFile ?? env["AASA_ADMIN_TOKEN_FILE"]
+        if let file = c.apiTokenFile {
+            guard c.admin != nil else { throw ValidationError("--admin-token-file needs the admin listener (--admin ADDR:PORT, not off)") }
+            guard access(file, R_OK) == 0 else { throw ValidationError("--admin-token-file: cannot read \(file)") }
+        }
 
         c.workers = try positive(workers ?? env.int("AASA_WORKERS") ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), "--workers")
         c.maxConnections = try positive(maxConnections ?? env.int("AASA_MAX_CONNECTIONS") ?? 10_000, "--max-connections")

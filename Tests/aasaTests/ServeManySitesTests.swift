@@ -98,7 +98,7 @@ private func hosts(_ page: [String: Any]) -> [String] {
             cd '\(certs)'
             openssl ecparam -name prime256v1 -genkey -noout -out shared.pem
             for i in $(seq 1 25); do
-              openssl req -x509 -new -key shared.pem -days 30 -subj "/CN=c$i.example.net" -addext "subjectAltName=DNS:c$i.example.net" -out "c$i.crt" 2>/dev/null
+              openssl req -x509 -new -key shared.pem -days 30 -subj "/CN=c$i.example.net" -addext "subjectAltName=DNS:c$i.example.net" -addext "basicConstraints=critical,CA:FALSE" -out "c$i.crt" 2>/dev/null
               cp shared.pem "c$i.key"; chmod 644 "c$i.key"
             done
             rm shared.pem

@@ -7,6 +7,10 @@ import AASASessions
 enum AdminResponder {
     static func respond(to request: HTTPRequest, state: ServerState) -> Response {
         let noStore = [(name: "cache-control", value: "no-store")]
+        if WriteAPI.handles(request.path) {
+            guard let api = state.writeAPI.withLock({ $0 }) else { return WriteAPI.disabled(request) }
+            return api.respond(to: request)
+        }
         guard request.method == .get || request.method == .head else {
             return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: "", extraFields: [("allow", "GET, HEAD")])
         }
@@ -255,6 +259,12 @@ enum AdminResponder {
             out += "aasa_certificate_earliest_expiry_timestamp_seconds \(earliest)\n"
         }
         if let cdn = state.appleView.cdn { out += cdn.metrics() }
+        if state.writeAPI.withLock({ $0 != nil }) {
+            family("aasa_api_requests_total", "counter", "Write API requests by method and status.")
+            for (labels, n) in m.apiRequests.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+                out += "aasa_api_requests_total{\(labels)} \(n)\n"
+            }
+        }
         if state.acme != nil {
             family("aasa_acme_orders_total", "counter", "ACME orders by result.")
             out += "aasa_acme_orders_total{result=\"issued\"} \(m.acmeOrdersIssued.load(ordering: .relaxed))\n"

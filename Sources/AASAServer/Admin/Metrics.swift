@@ -14,6 +14,9 @@ public final class Metrics: Sendable {
     /// ACME orders by outcome (docs/acme.md).
     let acmeOrdersIssued = Atomic<Int>(0)
     let acmeOrdersFailed = Atomic<Int>(0)
+    /// Write API requests by method and status (docs/platforms.md); methods outside the API's
+    /// own count as `other`, so a client cannot grow the series.
+    let apiRequests = Locked<[String: Int]>([:])
     /// Which sites get a label of their own on `aasa_requests_total`.
     let labels: SiteLabels
     /// The same for `aasa_reload_errors_total`, a table of its own: a rejected file must not
@@ -24,6 +27,11 @@ public final class Metrics: Sendable {
     init(labels: SiteLabels = SiteLabels()) {
         self.labels = labels
         reloadErrorLabels = SiteLabels(capacity: labels.capacity)
+    }
+
+    func countAPIRequest(method: String, status: Int) {
+        let known = ["GET", "HEAD", "PUT", "DELETE"].contains(method) ? method : "other"
+        apiRequests.withLock { $0["method=\"\(known)\",status=\"\(status)\"", default: 0] += 1 }
     }
 
     func recordReloadErrors(sites: [String]) {

@@ -31,6 +31,8 @@ final class ServerState: Sendable {
     let appleView: AppleView
     /// How the directories are watched, for `/status`.
     let watch = WatchStatus()
+    /// `--admin-token-file`: the write API (docs/platforms.md), set once before the loops start.
+    let writeAPI = Locked<WriteAPI?>(nil)
 
     /// Counts a new connection from `client` unless it already holds `limit`.
     func admit(_ client: String, limit: Int) -> Bool {

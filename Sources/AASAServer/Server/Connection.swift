@@ -356,7 +356,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
             stage = .awaitingPreface
             stageDeadline = loop.clock.now + loop.http1.headerTimeout
         } else {
-            start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self))
+            start(HTTP1Session(configuration: facts.listener == .admin ? loop.adminHTTP1 : loop.http1, clock: loop.clock, dispatch: self))
         }
     }
 

@@ -9,7 +9,7 @@ import Glibc
 /// certs directories (inotify), and rebuilds the snapshot off the hot path (docs/serving.md, "Validation and hot reload", "Logs and signals").
 final class ControlLoop {
     private let configuration: ServerConfiguration
-    private let builder: SnapshotBuilder
+    private let publisher: SnapshotPublisher
     private let state: ServerState
     private let log: Log
     private let signalFD: Int32
@@ -29,9 +29,9 @@ final class ControlLoop {
 
     /// Fails when the loop could never be told to stop: SIGTERM is blocked in every thread and
     /// only this signalfd receives it.
-    init(configuration: ServerConfiguration, builder: SnapshotBuilder, state: ServerState, log: Log, signals: sigset_t) throws(SystemError) {
+    init(configuration: ServerConfiguration, publisher: SnapshotPublisher, state: ServerState, log: Log, signals: sigset_t) throws(SystemError) {
         self.configuration = configuration
-        self.builder = builder
+        self.publisher = publisher
         self.state = state
         self.log = log
         let (pollsConfig, pollsCertificates) = ControlLoop.decidePolling(configuration, log: log)
@@ -94,6 +94,7 @@ final class ControlLoop {
                         return
                     case SIGHUP:
                         log.info("SIGHUP: reloading")
+                        state.writeAPI.withLock { $0 }?.tokens.refresh(force: true)
                         pending.formUnion(.everything)
                         reload(pending)
                         pending = ReloadScope()
@@ -184,29 +185,9 @@ final class ControlLoop {
     }
 
     private func reload(_ scope: ReloadScope, quietIfUnchanged: Bool = false) {
-        let started = monotonicMilliseconds()
-        let previous = state.snapshots.load().0
-        // In development the leaf certificate follows the sites: a new site gets a new leaf.
-        let devChanged = state.dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log) ?? false
-        var scope = scope
-        if devChanged { scope.allCertificates = true }
-        let outcome = builder.buildOutcome(previous: previous, scope: scope)
-        let next = outcome.snapshot
+        let read = publisher.reload(scope, quietIfUnchanged: quietIfUnchanged)
         // The watches follow the folders that changed (all of them after a full reload).
-        rearm(scope)
-        if quietIfUnchanged, outcome.changedSites.isEmpty, outcome.removedSites == 0, outcome.changedCertificates == 0,
-           next.summary == previous.summary { return }
-        state.snapshots.publish(next)
-        state.metrics.reloads.add(1, ordering: .relaxed)
-        // A reload error is a newly read file that was rejected, of any kind.
-        let rejected = outcome.changedSites.filter { site in
-            let before = previous.index[site.name]
-            return site.files.contains { $0.state != .serving && $0.differs(from: before?.file($0.kind)) }
-        }
-        state.metrics.recordReloadErrors(sites: rejected.map(\.name.description))
-        // The counts are those /status shows; "newly" counts files this reload read and refused.
-        let counts = next.summary
-        log.info("reloaded: \(counts.sites) sites, \(counts.serving) serving, \(counts.stale) stale, \(counts.rejected) rejected (\(rejected.count) newly), in \(monotonicMilliseconds() - started) ms")
+        rearm(read)
     }
 
     /// Watches the config and certs directories, every folder in them, and the directories

@@ -10,6 +10,8 @@ final class LoopContext {
     let clock = LoopClock(now: monotonicMilliseconds(), wallSecond: wallClockSeconds(), microseconds: monotonicMicroseconds)
     let transport: TransportConfiguration
     let http1: HTTP1Configuration
+    /// The admin listener's: the write API reads request bodies (docs/platforms.md).
+    let adminHTTP1: HTTP1Configuration
     /// nil when HTTP/2 is off (`--http2 off`).
     let http2: HTTP2Configuration?
     let log: Log
@@ -32,6 +34,7 @@ final class LoopContext {
         self.counters = counters
         self.transport = transport
         self.http1 = http1
+        self.adminHTTP1 = http1.admin
         self.http2 = http2
         self.log = log
         self.accessLog = AccessLog(format: accessLogFormat)

@@ -105,7 +105,11 @@ public final class Server {
             log.error(problem)
             return 1
         }
-        let state = ServerState(snapshot: snapshot, loops: max(1, configuration.workers),
+        // With the write API, the admin listener gets a loop of its own: a write's fsyncs then
+        // hold up no client's request (docs/platforms.md).
+        let workers = max(1, configuration.workers)
+        let adminLoop = configuration.apiTokenFile != nil && configuration.admin != nil
+        let state = ServerState(snapshot: snapshot, loops: workers + (adminLoop ? 1 : 0),
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
                                 acme: configuration.acme.map { ACMEStatus(directory: $0.directory, challenge: $0.challenge) },
@@ -125,11 +129,19 @@ public final class Server {
             return 1
         }
 
+        let publisher = SnapshotPublisher(builder: builder, state: state, configDirectory: configuration.configDirectory, log: log)
+        if let tokenFile = configuration.apiTokenFile {
+            let store = FolderStore(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory)
+            state.writeAPI.withLock { $0 = WriteAPI(tokens: APITokens(path: tokenFile, log: log), store: store, publisher: publisher, state: state, log: log) }
+            if let admin = configuration.admin, !admin.isLoopback {
+                log.warning("api: the admin listener \(admin) is not on loopback and speaks plain HTTP: bearer tokens cross the network in the clear; keep it on a private network or behind TLS (docs/platforms.md)")
+            }
+        }
         // Before any loop starts: without it the process could not be stopped, so a failure
         // here ends the start.
         let control: ControlLoop
         do {
-            control = try ControlLoop(configuration: configuration, builder: builder, state: state, log: log, signals: signals)
+            control = try ControlLoop(configuration: configuration, publisher: publisher, state: state, log: log, signals: signals)
         } catch {
             log.error("cannot start: \(error)")
             for l in listeners { close(l.fd) }
@@ -140,8 +152,10 @@ public final class Server {
         // thread only; this thread keeps its wake-up descriptor, to signal the drain.
         var wakers: [EventFD] = []
         var threads: [pthread_t] = []
-        for i in 0..<max(1, configuration.workers) {
-            let own = listeners.filter { $0.kind != .admin || i == 0 }
+        for i in 0..<(workers + (adminLoop ? 1 : 0)) {
+            // The admin listener on loop 0, or alone on the last loop with the write API on.
+            let own = adminLoop ? (i == workers ? listeners.filter { $0.kind == .admin } : listeners.filter { $0.kind != .admin })
+                                : listeners.filter { $0.kind != .admin || i == 0 }
             let loop: EventLoop
             do {
                 loop = try EventLoop(id: i, state: state, listeners: own, transport: configuration.transport, http1: configuration.http1,
@@ -166,7 +180,7 @@ public final class Server {
             LogStream.standardError.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
                                                        https: listeners.filter { $0.kind == .https }.map(\.address)))
         }
-        log.info("ready: \(threads.count) workers, max \(configuration.maxConnections) connections")
+        log.info("ready: \(workers) workers\(adminLoop ? " and an admin loop" : ""), max \(configuration.maxConnections) connections")
         // Orders start once the listeners answer, since the CA validates through them.
         if let acme = configuration.acme, let certs = configuration.certsDirectory, let status = state.acme {
             ACMEScheduler.start(configuration: acme, certsDirectory: certs, state: state, status: status, log: log)

@@ -127,7 +127,7 @@ extension CertificateStore {
         // A CA's certificate beside its leaves (ca.pem + ca.key) would otherwise be indexed
         // under no name, or handed to clients as the default certificate.
         if certificate.isCA {
-            findings.error("certificate \(candidate.name): \(candidate.certificate) is a CA certificate (basicConstraints CA:TRUE), not a serving one; skipped")
+            findings.error("certificate \(candidate.name): \(candidate.certificate) is a CA certificate (basicConstraints CA:TRUE), not a serving one; skipped (`openssl req -x509` marks a self-signed certificate CA:TRUE unless given -addext basicConstraints=CA:FALSE)")
             return .skipped
         }
         if certificate.dnsNames.isEmpty {

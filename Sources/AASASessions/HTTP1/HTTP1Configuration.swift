@@ -19,8 +19,20 @@ public struct HTTP1Configuration: Sendable {
     /// Stop answering pipelined requests while this much response is unsent (a client that
     /// sends but does not read cannot make the server buffer more).
     public var outputHighWater = 256 * 1024
+    /// Request bodies are kept and handed to the handler with the request (the admin listener's
+    /// write API, docs/platforms.md), up to `limits.maxBody`; otherwise they are read and discarded.
+    public var keepsBodies = false
 
     public init() {}
+
+    /// The admin listener's: these settings with bodies kept, up to 1 MiB (a file written
+    /// through the API).
+    public var admin: HTTP1Configuration {
+        var c = self
+        c.keepsBodies = true
+        c.limits.maxBody = 1024 * 1024
+        return c
+    }
 }
 
 extension InternedTargets {

@@ -141,7 +141,21 @@ final package class HTTP1Session: ProtocolSession {
                 isClosing = true
                 inputStart = input.count
             case .request(var request, let headLength):
-                inputStart += headLength
+                if configuration.keepsBodies, request.contentLength > 0 {
+                    // The whole body first (at most limits.maxBody, checked by the parser); the
+                    // head is parsed again once it is here, within the head's deadline.
+                    let bodyStart = inputStart + headLength
+                    guard input.count - bodyStart >= request.contentLength else {
+                        parser.reset()
+                        compact()
+                        return
+                    }
+                    request.body = Array(input[bodyStart..<(bodyStart + request.contentLength)])
+                    inputStart = bodyStart + request.contentLength
+                    request.contentLength = 0
+                } else {
+                    inputStart += headLength
+                }
                 parser.reset()
                 if draining { request.keepAlive = false }
                 let response = dispatch.respond(to: request, startedMicroseconds: headStartedMicroseconds)

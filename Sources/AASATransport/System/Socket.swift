@@ -15,6 +15,9 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
         public var description: String
     }
 
+    /// 127.0.0.0/8 or ::1: reachable from this machine only.
+    public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+
     /// Parses `ADDR:PORT`, where ADDR is an IPv4 literal, an IPv6 literal in brackets, or
     /// `localhost`/`*` shorthands.
     public init(parsing text: String) throws(ParseError) {

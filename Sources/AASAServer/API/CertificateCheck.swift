@@ -1,0 +1,60 @@
+import AASAHTTP
+import AASATransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A certificate sent to the write API, checked as the loader would read it from `--certs`
+/// (docs/serving.md, "Certificates"), before anything is stored: the chain parses, the key
+/// belongs to the leaf, the leaf has not expired, is no CA and names a DNS host.
+enum CertificateCheck {
+    enum Outcome {
+        case success(TLSCertificate)
+        case failure(String)
+    }
+
+    static func check(name: String, chain: String, key: String) -> Outcome {
+        guard chain.contains("-----BEGIN CERTIFICATE-----") else {
+            return .failure("certificate: no PEM certificate (-----BEGIN CERTIFICATE-----) in the chain")
+        }
+        guard key.contains("PRIVATE KEY-----") else { return .failure("key: no PEM private key") }
+        // The loader's own reading, from a private folder of its own that nothing else reads.
+        var template = Array((TemporaryFolder.path + "/aasa-certificate-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { return .failure("cannot check the certificate: mkdtemp: \(String(cString: strerror(errno)))") }
+        let folder = String(cString: made)
+        defer {
+            unlink(folder + "/chain.pem")
+            unlink(folder + "/key.pem")
+            rmdir(folder)
+        }
+        do {
+            try FolderStore.writeDurably(Array(chain.utf8), to: "chain.pem", in: folder, mode: 0o600)
+            try FolderStore.writeDurably(Array(key.utf8), to: "key.pem", in: folder, mode: 0o600)
+        } catch {
+            return .failure("cannot check the certificate: \(error.message)")
+        }
+        let cert: TLSCertificate
+        do {
+            cert = try TLSCertificate(name: name, certificatePath: folder + "/chain.pem", keyPath: folder + "/key.pem")
+        } catch {
+            let text = "\(error)"
+            if text.contains("does not belong") { return .failure("key: the private key does not belong to the chain's first certificate") }
+            if text.contains("private key") { return .failure("key: the private key does not parse as PEM") }
+            return .failure("certificate: the chain does not parse as PEM certificates")
+        }
+        if cert.notAfter <= Int(time(nil)) {
+            return .failure("certificate: the leaf expired at \(HTTPDate.iso8601(milliseconds: Int64(cert.notAfter) * 1000))")
+        }
+        if cert.isCA { return .failure("certificate: the leaf is a CA certificate (basicConstraints CA:TRUE), not a serving one") }
+        if cert.dnsNames.isEmpty { return .failure("certificate: the leaf names no DNS host in its subjectAltName") }
+        return .success(cert)
+    }
+}
+
+/// Where temporary files go: $TMPDIR, else /tmp.
+enum TemporaryFolder {
+    static var path: String {
+        if let dir = getenv("TMPDIR"), dir.pointee != 0 { return String(cString: dir) }
+        return "/tmp"
+    }
+}

@@ -1,0 +1,167 @@
+import AASACore
+import AASATransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The config and certs folders as the write API's store (docs/platforms.md, "Folders as the
+/// store"). A file is written under a temporary name beginning with `.` in its own folder
+/// (which the loader never reads), `fsync`ed, renamed into place and the folder `fsync`ed: a
+/// crash at any point leaves the old file or the new one, whole. Other replicas on the same
+/// folders see the rename through their watch.
+struct FolderStore: SiteStore {
+    let configDirectory: String
+    let certsDirectory: String?
+
+    /// `tls.crt` and `tls.key` in a folder named after the certificate: the layout of a
+    /// Kubernetes TLS Secret, which the loader reads (docs/serving.md, "Certificates").
+    static let chainFile = "tls.crt"
+    static let keyFile = "tls.key"
+
+    private func folder(_ site: SiteName) -> String { configDirectory + "/" + site.description }
+
+    func file(_ site: SiteName, _ kind: AssociationFileKind) throws(StoreError) -> [UInt8]? {
+        try FolderStore.read(folder(site) + "/" + kind.fileName)
+    }
+
+    func putFile(_ site: SiteName, _ kind: AssociationFileKind, _ bytes: [UInt8]) throws(StoreError) -> ReloadScope {
+        let folder = folder(site)
+        try FolderStore.makeFolder(folder, in: configDirectory)
+        try FolderStore.writeDurably(bytes, to: kind.fileName, in: folder, mode: 0o644)
+        return ReloadScope(sites: [site.description])
+    }
+
+    func deleteFile(_ site: SiteName, _ kind: AssociationFileKind) throws(StoreError) -> ReloadScope? {
+        let folder = folder(site)
+        guard try FolderStore.remove(kind.fileName, in: folder) else { return nil }
+        try FolderStore.removeFolderIfEmpty(folder, in: configDirectory)
+        return ReloadScope(sites: [site.description])
+    }
+
+    func deleteSite(_ site: SiteName) throws(StoreError) -> ReloadScope? {
+        let folder = folder(site)
+        var removed = false
+        // Only the files a site is made of: anything else a person put in the folder stays,
+        // and so does the folder then.
+        for kind in AssociationFileKind.allCases where try FolderStore.remove(kind.fileName, in: folder) { removed = true }
+        guard removed else { return nil }
+        try FolderStore.removeFolderIfEmpty(folder, in: configDirectory)
+        return ReloadScope(sites: [site.description])
+    }
+
+    func certificateChain(_ name: String) throws(StoreError) -> String? {
+        guard let certs = certsDirectory else { return nil }
+        return try FolderStore.read(certs + "/" + name + "/" + FolderStore.chainFile).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func putCertificate(_ name: String, chain: String, key: String) throws(StoreError) -> ReloadScope {
+        guard let certs = certsDirectory else { throw StoreError(message: "no --certs folder to write certificates to") }
+        let folder = certs + "/" + name
+        try FolderStore.makeFolder(folder, in: certs)
+        // The key first: the loader reads the pair once the chain appears beside it, and a
+        // key that does not match the old chain fails that read only until the chain follows.
+        try FolderStore.writeDurably(Array(key.utf8), to: FolderStore.keyFile, in: folder, mode: 0o600)
+        try FolderStore.writeDurably(Array(chain.utf8), to: FolderStore.chainFile, in: folder, mode: 0o644)
+        return ReloadScope(certificates: [name])
+    }
+
+    func deleteCertificate(_ name: String) throws(StoreError) -> ReloadScope? {
+        guard let certs = certsDirectory else { return nil }
+        let folder = certs + "/" + name
+        let chain = try FolderStore.remove(FolderStore.chainFile, in: folder)
+        let key = try FolderStore.remove(FolderStore.keyFile, in: folder)
+        guard chain || key else { return nil }
+        try FolderStore.removeFolderIfEmpty(folder, in: certs)
+        return ReloadScope(certificates: [name])
+    }
+
+    // MARK: - Durable writes
+
+    private static func failure(_ what: String, _ error: Int32 = errno) -> StoreError {
+        StoreError(message: "\(what): \(String(cString: strerror(error)))", isFull: error == ENOSPC || error == EDQUOT)
+    }
+
+    static func read(_ path: String) throws(StoreError) -> [UInt8]? {
+        do {
+            return try SnapshotBuilder.read(path)?.bytes
+        } catch {
+            throw StoreError(message: "\(path): \(error.message)")
+        }
+    }
+
+    /// `fsync` of a directory, so a rename or a new entry in it survives a crash.
+    private static func syncDirectory(_ path: String) throws(StoreError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("open \(path)") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw failure("fsync \(path)") }
+    }
+
+    private static func makeFolder(_ folder: String, in parent: String) throws(StoreError) {
+        if mkdir(folder, 0o755) == 0 {
+            try syncDirectory(parent)
+        } else if errno != EEXIST {
+            throw failure("mkdir \(folder)")
+        }
+    }
+
+    /// A temporary name no other writer uses at the same time, beginning with `.` (never read
+    /// as a site file or certificate).
+    private static func temporaryName(for name: String) -> String {
+        var random: UInt64 = 0
+        arc4random_buf(&random, MemoryLayout<UInt64>.size)
+        return ".\(name).\(getpid()).\(String(random, radix: 36)).tmp"
+    }
+
+    static func writeDurably(_ bytes: [UInt8], to name: String, in folder: String, mode: mode_t) throws(StoreError) {
+        let temporary = folder + "/" + temporaryName(for: name)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw failure("create \(temporary)") }
+        var ok = false
+        defer {
+            if !ok { unlink(temporary) }
+        }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                close(fd)
+                throw failure("write \(temporary)", e)
+            }
+            written += n
+        }
+        // The mode asked for, whatever the umask took away (a key stays 0600, a file readable).
+        fchmod(fd, mode)
+        guard fsync(fd) == 0 else {
+            let e = errno
+            close(fd)
+            throw failure("fsync \(temporary)", e)
+        }
+        close(fd)
+        guard rename(temporary, folder + "/" + name) == 0 else { throw failure("rename \(temporary)") }
+        ok = true
+        try syncDirectory(folder)
+    }
+
+    /// Removes `name` from `folder`; false when it was not there.
+    private static func remove(_ name: String, in folder: String) throws(StoreError) -> Bool {
+        if unlink(folder + "/" + name) == 0 { return true }
+        if errno == ENOENT || errno == ENOTDIR { return false }
+        throw failure("unlink \(folder)/\(name)")
+    }
+
+    /// The folder goes once nothing is left in it but the temporary files of writes that died.
+    private static func removeFolderIfEmpty(_ folder: String, in parent: String) throws(StoreError) {
+        guard let entries = try? DirectoryListing.entries(in: folder) else { return }
+        for entry in entries {
+            guard entry.name.hasPrefix("."), entry.name.hasSuffix(".tmp") else {
+                try syncDirectory(folder)
+                return
+            }
+        }
+        for entry in entries { unlink(folder + "/" + entry.name) }
+        if rmdir(folder) == 0 { try syncDirectory(parent) } else { try syncDirectory(folder) }
+    }
+}
