@@ -1,0 +1,250 @@
+import ChildProcess
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let aasaPath = "apple-app-site-association"
+private let wellKnown = "/.well-known/apple-app-site-association"
+private func appFile(_ path: String) -> String {
+    #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "\#(path)"}]}]}}"#
+}
+
+/// The admin listener's write API over real sockets (docs/platforms.md).
+@Suite struct ServeWriteAPITests {
+    static let token = "s3cret-for-tests-0123456789"
+
+    /// A server with the API on (token `backend:TOKEN`).
+    static func server(sites: [String: String] = ["example.com": exampleCom], extra: [String] = [],
+                       launcher: [String] = [], reuse: TemporaryDirectory? = nil) throws -> ServerProcess {
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-tokens-\(UUID().uuidString)")
+        try "# the platform's backend\nbackend:\(token)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        return try ServerProcess(sites: sites, extraArguments: ["--admin-token-file", tokens.path] + extra, launcher: launcher, reuse: reuse)
+    }
+
+    /// One request to the admin listener: status, headers and body as text.
+    @discardableResult
+    static func call(_ server: ServerProcess, _ method: String, _ path: String, body: [UInt8] = [], token: String? = ServeWriteAPITests.token,
+                     headers: [String] = []) throws -> String {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        for h in headers { head += h + "\r\n" }
+        if method == "PUT" || !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
+        return try RawHTTP.exchange(port: server.admin, Array((head + "\r\n").utf8) + body).text
+    }
+
+    static func put(_ server: ServerProcess, _ host: String, _ text: String, file: String = aasaPath, headers: [String] = []) throws -> String {
+        try call(server, "PUT", "/sites/\(host)/\(file)", body: Array(text.utf8), headers: headers)
+    }
+
+    static func served(_ server: ServerProcess, _ host: String) throws -> (status: Int, body: String) {
+        let r = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+        return (RawHTTP.status(r) ?? 0, RawHTTP.body(r))
+    }
+
+    static func json(_ response: String) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(RawHTTP.body(response).utf8)) as! [String: Any]
+    }
+
+    @Test func withoutTheFlagTheAPIPathsAnswer403AndSayHowToTurnItOn() throws {
+        let server = try ServerProcess(sites: ["example.com": exampleCom])
+        let r = try Self.call(server, "PUT", "/sites/new.example.com/\(aasaPath)", body: Array(appFile("/a").utf8))
+        #expect(RawHTTP.status(r) == 403, "\(r)")
+        #expect((try Self.json(r)["error"] as? String)?.contains("--admin-token-file") == true, "\(r)")
+        #expect(try Self.served(server, "new.example.com").status == 404)
+    }
+
+    @Test func aMissingOrWrongTokenGets401WithWWWAuthenticateAndNoTokenIsEverLogged() throws {
+        let server = try Self.server()
+        for token in [nil, "wrong", Self.token + "x", String(Self.token.dropLast())] as [String?] {
+            let r = try Self.call(server, "PUT", "/sites/new.example.com/\(aasaPath)", body: Array(appFile("/a").utf8), token: token)
+            #expect(RawHTTP.status(r) == 401, "\(r)")
+            #expect(RawHTTP.header("WWW-Authenticate", in: r) == "Bearer")
+            #expect(try Self.json(r)["error"] is String)
+        }
+        // The same path with the token: accepted, logged under the token's name only.
+        #expect(RawHTTP.status(try Self.put(server, "new.example.com", appFile("/a"))) == 201)
+        #expect(server.waitForLog("api: PUT new.example.com/apple-app-site-association by backend: 201"), "\(server.log)")
+        #expect(!server.log.contains(Self.token) && !server.accessLog.contains(Self.token))
+        #expect(!(try server.admin("/status").body).contains(Self.token))
+        #expect(try Self.served(server, "new.example.com").status == 200)
+    }
+
+    @Test func aPutIsServedByTheNextRequestWithTheVersionItAnswered() throws {
+        let server = try Self.server()
+        let created = try Self.put(server, "new.example.com", appFile("/one"))
+        #expect(RawHTTP.status(created) == 201, "\(created)")
+        let etag = try #require(RawHTTP.header("ETag", in: created))
+        let answer = try Self.json(created)
+        #expect(answer["host"] as? String == "new.example.com" && answer["file"] as? String == aasaPath)
+        #expect("\"\(answer["version"] as? String ?? "")\"" == etag)
+        // No wait: the replica that answered serves it already.
+        let first = try RawHTTP.exchange(port: server.http, "GET \(wellKnown) HTTP/1.1\r\nHost: new.example.com\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.status(first) == 200 && RawHTTP.body(first) == appFile("/one"))
+        #expect(RawHTTP.header("ETag", in: first) == etag)
+        // Replaced: 200, and GET returns the stored bytes and version.
+        let replaced = try Self.put(server, "new.example.com", appFile("/two"))
+        #expect(RawHTTP.status(replaced) == 200, "\(replaced)")
+        #expect(try Self.served(server, "new.example.com").body == appFile("/two"))
+        let got = try Self.call(server, "GET", "/sites/new.example.com/\(aasaPath)")
+        #expect(RawHTTP.status(got) == 200 && RawHTTP.body(got) == appFile("/two"))
+        #expect(RawHTTP.header("ETag", in: got) == RawHTTP.header("ETag", in: replaced))
+        // On disk, in the site's folder, as any file of the config directory.
+        let onDisk = try String(contentsOf: server.config.appendingPathComponent("new.example.com/\(aasaPath)"), encoding: .utf8)
+        #expect(onDisk == appFile("/two"))
+        let stray = try FileManager.default.contentsOfDirectory(atPath: server.config.appendingPathComponent("new.example.com").path)
+        #expect(stray == [aasaPath], "no temporary file left: \(stray)")
+        // Audit and metrics.
+        #expect(server.waitForLog("api: PUT new.example.com/apple-app-site-association by backend: 200 \(RawHTTP.header("ETag", in: replaced) ?? "")"),
+                "\(server.log)")
+        let metrics = try server.admin("/metrics").body
+        #expect(metrics.contains("aasa_api_requests_total{method=\"PUT\",status=\"201\"} 1"), "\(metrics)")
+        #expect(metrics.contains("aasa_api_requests_total{method=\"PUT\",status=\"200\"} 1"), "\(metrics)")
+    }
+
+    @Test func everyKindAndAWildcardSiteCanBeWritten() throws {
+        let server = try Self.server()
+        let assetLinks = #"[{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example.app", "sha256_cert_fingerprints": ["14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"]}}]"#
+        #expect(RawHTTP.status(try Self.put(server, "%2A.example.net", appFile("/w/*"))) == 201)
+        #expect(RawHTTP.status(try Self.put(server, "example.com", assetLinks, file: "assetlinks.json")) == 201)
+        #expect(RawHTTP.status(try Self.put(server, "example.com", "0123ABCD", file: "apple-developer-merchantid-domain-association")) == 201)
+        #expect(RawHTTP.status(try Self.put(server, "example.com", #"{"origins": ["https://example.net"]}"#, file: "webauthn")) == 201)
+        #expect(try Self.served(server, "deep.example.net").body == appFile("/w/*"))
+        #expect(FileManager.default.fileExists(atPath: server.config.appendingPathComponent("*.example.net/\(aasaPath)").path))
+        let r = try RawHTTP.exchange(port: server.http, "GET /.well-known/webauthn HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+        #expect(RawHTTP.status(r) == 200 && RawHTTP.body(r) == #"{"origins": ["https://example.net"]}"#)
+        // The site keeps its AASA file; deleting the site removes every file the API knows.
+        #expect(RawHTTP.status(try Self.call(server, "DELETE", "/sites/example.com/webauthn")) == 204)
+        #expect(RawHTTP.status(try Self.call(server, "DELETE", "/sites/example.com/webauthn")) == 404)
+        #expect(try Self.served(server, "example.com").status == 200)
+        try "keep me".write(to: server.config.appendingPathComponent("example.com/NOTES"), atomically: true, encoding: .utf8)
+        #expect(RawHTTP.status(try Self.call(server, "DELETE", "/sites/example.com")) == 204)
+        #expect(try Self.served(server, "example.com").status == 404)
+        #expect(FileManager.default.fileExists(atPath: server.config.appendingPathComponent("example.com/NOTES").path), "only the API's files go")
+        #expect(RawHTTP.status(try Self.call(server, "DELETE", "/sites/example.com")) == 404)
+        #expect(RawHTTP.status(try Self.call(server, "DELETE", "/sites/%2A.example.net")) == 204)
+        #expect(!FileManager.default.fileExists(atPath: server.config.appendingPathComponent("*.example.net").path), "an emptied folder goes")
+    }
+
+    @Test func anInvalidFileGets422WithValidatesDiagnosticsAndChangesNothing() throws {
+        let server = try Self.server()
+        let bad = #"{"applinks": {"details": [{"appIDs": ["com.example.app"], "components": [{"/": "/x"}]}]}}"#
+        let r = try Self.put(server, "example.com", bad)
+        #expect(RawHTTP.status(r) == 422, "\(r)")
+        let answer = try Self.json(r)
+        #expect(answer["error"] as? String == "invalid")
+        let diagnostics = try #require(answer["diagnostics"] as? [[String: Any]])
+        // The same findings, positions and paths as `aasa validate --format json`.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-api-\(UUID().uuidString).json")
+        try bad.write(to: file, atomically: true, encoding: .utf8)
+        let validate = try Shell.run(AASABinary.url.path, ["validate", "--format", "json", file.path])
+        let reference = try JSONSerialization.jsonObject(with: Data(validate.stdout.utf8)) as! [String: Any]
+        let expected = ((reference["files"] as! [[String: Any]])[0]["diagnostics"] as! [[String: Any]])
+        #expect(NSArray(array: diagnostics).isEqual(to: expected), "\(diagnostics) vs \(expected)")
+        // Nothing stored, the old file served.
+        #expect(try Self.served(server, "example.com").body == exampleCom)
+        let onDisk = try String(contentsOf: server.config.appendingPathComponent("example.com/\(aasaPath)"), encoding: .utf8)
+        #expect(onDisk == exampleCom)
+        // A body that is not UTF-8 is no valid file either.
+        let binary = try Self.call(server, "PUT", "/sites/example.com/\(aasaPath)", body: [0x7B, 0xFF, 0xFE, 0x7D])
+        #expect(RawHTTP.status(binary) == 422, "\(binary)")
+        #expect(RawHTTP.status(try Self.put(server, "fresh.example.com", bad)) == 422)
+        #expect(!FileManager.default.fileExists(atPath: server.config.appendingPathComponent("fresh.example.com").path))
+    }
+
+    @Test func badPathsMethodsAndSizesGetClearErrors() throws {
+        let server = try Self.server()
+        for path in ["/sites/a/b/\(aasaPath)", "/sites/../\(aasaPath)", "/sites/example.com:443/\(aasaPath)",
+                     "/sites/Example.com/\(aasaPath)", "/sites/example.com./\(aasaPath)", "/sites/example.com/robots.txt",
+                     "/sites/example.com/..", "/certificates/../x", "/certificates/a%2Fb"] {
+            let r = try Self.call(server, "PUT", path, body: Array(appFile("/a").utf8))
+            #expect(RawHTTP.status(r) == 400, "\(path): \(r)")
+            #expect(try Self.json(r)["error"] is String, "\(path)")
+        }
+        let post = try Self.call(server, "POST", "/sites/example.com/\(aasaPath)", body: Array(appFile("/a").utf8))
+        #expect(RawHTTP.status(post) == 405 && RawHTTP.header("Allow", in: post) == "GET, HEAD, PUT, DELETE", "\(post)")
+        let putSite = try Self.call(server, "PUT", "/sites/example.com", body: Array(appFile("/a").utf8))
+        #expect(RawHTTP.status(putSite) == 405 && RawHTTP.header("Allow", in: putSite) == "DELETE", "\(putSite)")
+        // 1 MiB is read and judged (an invalid file, far over the 128 KB limit); a byte more is 413.
+        let limit = 1024 * 1024
+        let atLimit = try Self.call(server, "PUT", "/sites/example.com/\(aasaPath)", body: [UInt8](repeating: 0x20, count: limit))
+        #expect(RawHTTP.status(atLimit) == 422, "\(atLimit.prefix(200))")
+        let over = try Self.call(server, "PUT", "/sites/example.com/\(aasaPath)", body: [UInt8](repeating: 0x20, count: limit + 1))
+        #expect(RawHTTP.status(over) == 413, "\(over.prefix(200))")
+        #expect(try Self.served(server, "example.com").body == exampleCom)
+        #expect(RawHTTP.status(try Self.call(server, "GET", "/sites/nothing.example.com/\(aasaPath)")) == 404)
+        // The read endpoints keep working.
+        #expect(try server.admin("/readyz").status == 200)
+    }
+
+    @Test func conditionsMakeConcurrentWritesSafe() throws {
+        let server = try Self.server()
+        let first = try Self.put(server, "race.example.com", appFile("/v1"), headers: ["If-None-Match: *"])
+        #expect(RawHTTP.status(first) == 201)
+        #expect(RawHTTP.status(try Self.put(server, "race.example.com", appFile("/v1b"), headers: ["If-None-Match: *"])) == 412)
+        let etag = try #require(RawHTTP.header("ETag", in: first))
+        #expect(RawHTTP.status(try Self.put(server, "race.example.com", appFile("/x"), headers: ["If-Match: \"0000000000000000\""])) == 412)
+        // Writers that both read version 1 race: exactly one wins, and it is what is served.
+        let results = Guarded<[(Int, String)]>([])
+        nonisolated(unsafe) let shared = server
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            let r = (try? Self.put(shared, "race.example.com", appFile("/racer\(i)"), headers: ["If-Match: \(etag)"])) ?? ""
+            results.withLock { $0.append((RawHTTP.status(r) ?? 0, appFile("/racer\(i)"))) }
+        }
+        let all = results.withLock { $0 }
+        let winners = all.filter { $0.0 == 200 }
+        #expect(winners.count == 1, "\(all.map(\.0))")
+        #expect(all.filter { $0.0 == 412 }.count == 7)
+        #expect(try Self.served(server, "race.example.com").body == winners.first?.1)
+        // DELETE honours If-Match too.
+        #expect(RawHTTP.status(try Self.call(server, "DELETE", "/sites/race.example.com/\(aasaPath)", headers: ["If-Match: \(etag)"])) == 412)
+        #expect(try Self.served(server, "race.example.com").status == 200)
+    }
+
+    @Test func aDiskThatRefusesTheWriteGetsAJSONErrorAndTheOldVersionServes() throws {
+        // The config folder read-only in the server's own mount namespace (root ignores modes).
+        let script = #"c=""; p=""; for a in "$@"; do [ "$p" = --config ] && c="$a"; p="$a"; done; "#
+            + #"mount --bind "$c" "$c" && mount -o remount,bind,ro "$c" "$c" && exec "$0" "$@""#
+        let server = try Self.server(launcher: ["/usr/bin/unshare", "-m", "/bin/sh", "-c", script])
+        let r = try Self.put(server, "example.com", appFile("/new"))
+        #expect([500, 507].contains(RawHTTP.status(r) ?? 0), "\(r)")
+        #expect((try Self.json(r)["error"] as? String)?.contains("Read-only file system") == true, "\(r)")
+        #expect(try Self.served(server, "example.com").body == exampleCom)
+        #expect(RawHTTP.status(try Self.put(server, "other.example.com", appFile("/new"))) == 500)
+        #expect(try Self.served(server, "other.example.com").status == 404)
+    }
+
+    @Test func aServerKilledWhileWritingRestartsWithTheOldFileOrTheNewOneWhole() throws {
+        let server = try Self.server()
+        let versions = (0..<40).map { appFile("/v\($0)/" + String(repeating: "x", count: 20_000)) }
+        // Writes in flight on another thread while the server is killed.
+        let done = Guarded(false)
+        nonisolated(unsafe) let shared = server
+        let writer = Thread {
+            for v in versions where !done.withLock({ $0 }) { _ = try? Self.put(shared, "example.com", v) }
+        }
+        writer.start()
+        usleep(150_000)
+        kill(server.process.processIdentifier, SIGKILL)
+        done.withLock { $0 = true }
+        _ = server.process.exitStatus(within: 10)
+        let again = try ServerProcess(reuse: server.directory)
+        let served = try Self.served(again, "example.com")
+        #expect(served.status == 200)
+        #expect(served.body == exampleCom || versions.contains(served.body), "a torn file: \(served.body.prefix(80))…")
+        #expect(try again.site("example.com")?["state"] as? String == "serving")
+    }
+}
+
+/// A value shared by a test's threads, behind a lock.
+final class Guarded<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
