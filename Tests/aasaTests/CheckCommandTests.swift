@@ -122,7 +122,7 @@ private let app = "ABCDE12345.com.example.app"
         let r = try check(port: front.port)
         #expect(r.status == 0)
         #expect(line(r, "content-type") == "warn: Content-Type: application/octet-stream: send application/json (devices are lenient; some proxies and validators are not)")
-        #expect(r.stdout.hasSuffix("0 failed, 1 warnings in 1 host\n"))
+        #expect(r.stdout.hasSuffix("0 failed, 1 warning in 1 host\n"))
     }
 
     @Test func aFileOver128KBFailsSize() throws {
@@ -151,7 +151,7 @@ private let app = "ABCDE12345.com.example.app"
         let r = try check(port: front.port)
         #expect(r.status == 1)
         let validate = line(r, "validate")
-        #expect(validate.hasPrefix("fail: 1 errors, 0 warnings; first: 8:1: "), "\(validate)")
+        #expect(validate.hasPrefix("fail: 1 error, 0 warnings; first: 8:1: "), "\(validate)")
         // Each finding on a line of its own right after the validate line, compiler style.
         let lines = r.stdout.split(separator: "\n").map(String.init)
         let at = try #require(lines.firstIndex { $0.hasPrefix("example.com: validate: ") })

@@ -178,9 +178,9 @@ public struct SiteCheck: Sendable {
         let first = file.diagnostics.first { $0.severity == .error } ?? file.diagnostics.first
         let firstText = first.map { "; first: \($0.line):\($0.column): \($0.message) [\($0.code.rawValue)]" } ?? ""
         if file.errorCount > 0 {
-            report.set("validate", .fail, "\(file.errorCount) errors, \(file.warningCount) warnings\(firstText)")
+            report.set("validate", .fail, "\(counted(file.errorCount, "error")), \(counted(file.warningCount, "warning"))\(firstText)")
         } else if file.warningCount > 0 {
-            report.set("validate", .warn, "valid, \(file.warningCount) warnings\(firstText)")
+            report.set("validate", .warn, "valid, \(counted(file.warningCount, "warning"))\(firstText)")
         } else {
             report.set("validate", .pass, "valid: \(SiteCheck.services(file.document))")
         }
