@@ -121,6 +121,15 @@ private let app = "ABCDE12345.com.example.app"
         #expect(!status.contains("serve the file at"), "\(status)")
     }
 
+    @Test func aLowerCaseTeamIDIsListedOnlyAsWrittenAndTheWarningSaysSo() throws {
+        let lower = #"{"applinks": {"details": [{"appIDs": ["abcde12345.com.acme.shop"], "components": [{"/": "/buy/*"}]}]}}"#
+        let (_, front) = try scriptedOrigin(ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: lower))
+        let r = try check(port: front.port, ["--app", "ABCDE12345.com.acme.shop", "--app", "abcde12345.com.acme.shop"])
+        #expect(r.status == 1)
+        #expect(line(r, "validate").contains("Whether iOS ignores case when it compares app IDs is not documented"), "\(r.stdout)")
+        #expect(line(r, "app").hasPrefix("fail: ABCDE12345.com.acme.shop is not listed for applinks; abcde12345.com.acme.shop is listed for applinks"), "\(r.stdout)")
+    }
+
     @Test func aFailingStatusQuotesTheFirstLineOfItsBodyEscapedAndCut() throws {
         let body = "\n\u{1b}[2J" + String(repeating: "a", count: 300) + "\nsecond line\n"
         let (_, front) = try scriptedOrigin(ScriptedServer.response("404 Not Found", ["Content-Type: text/plain"], body: body))

@@ -131,6 +131,21 @@ private let file = #"""
         #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
     }
 
+    @Test func aLowerCaseTeamIDIsAWarningThatSaysWhatItCostsAndMatchingIsExact() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["abcde12345.com.acme.shop"], "components": [{"/": "/buy/*"}]}]}}"#)
+        let v = try AASABinary.run(["validate", path])
+        #expect(v.status == 0, "a warning")
+        #expect(v.stdout.contains(#"warning: app ID prefix in "abcde12345.com.acme.shop" has lower-case letters; Team IDs are upper case, and an app's own ID carries its Team ID that way. Whether iOS ignores case when it compares app IDs is not documented; aasa match and check compare them exactly, so this entry applies only to an app ID written the same way. Write "ABCDE12345.com.acme.shop" [app-id-lowercase-prefix]"#), "\(v.stdout)")
+        // Decided as before: app IDs compare exactly.
+        let upper = try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "ABCDE12345.com.acme.shop"])
+        #expect(upper.status == 1)
+        #expect(upper.stdout == "ABCDE12345.com.acme.shop: no_match (not listed: the file's applinks apps are abcde12345.com.acme.shop)\n")
+        let lower = try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "abcde12345.com.acme.shop"])
+        #expect(lower.status == 0)
+        #expect(lower.stdout == "abcde12345.com.acme.shop: match (details[0], component 0)\n")
+    }
+
     @Test func notJSONOrUnreadableOrBadUsageIsExitTwo() throws {
         let dir = try TemporaryDirectory()
         let path = try dir.write("aasa.json", "<html>")

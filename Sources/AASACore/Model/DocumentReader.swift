@@ -401,7 +401,13 @@ struct DocumentReader {
         switch AppID.check(id) {
         case .valid: break
         case .lowercasePrefix:
-            report(.lowercaseAppIDPrefix, "app ID prefix in \(JSONWriter.message(id)) has lower-case letters; Team IDs are upper case", at: offset, path)
+            // What a device does with it is not documented (docs/aasa-reference.md §1.8): say so,
+            // and what this tool does, which is to compare app IDs exactly.
+            let prefix = id.prefix { $0 != "." }
+            let upper = prefix.uppercased() + id.dropFirst(prefix.count)
+            report(.lowercaseAppIDPrefix,
+                   "app ID prefix in \(JSONWriter.message(id)) has lower-case letters; Team IDs are upper case, and an app's own ID carries its Team ID that way. Whether iOS ignores case when it compares app IDs is not documented; aasa match and check compare them exactly, so this entry applies only to an app ID written the same way. Write \(JSONWriter.message(upper))",
+                   at: offset, path)
         case .invalid(let why):
             report(.invalidAppID, "invalid app ID \(JSONWriter.message(id)): \(why)", at: offset, path)
         }
