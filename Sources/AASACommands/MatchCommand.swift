@@ -96,6 +96,15 @@ package struct MatchCommand: ParsableCommand {
         let document = file.document!
 
         let results = document.decide(url, domain: domain, apps: app.map { [$0] })
+        // A component that decided while a misspelt `exclude` beside it was ignored: the finding
+        // is above, but this is where it changed the answer.
+        var notes = ""
+        for r in results {
+            guard let d = r.detail, let c = r.component, case .components(let components)? = document.appLinks?.details[d].rules,
+                  components.indices.contains(c), let note = components[c].note else { continue }
+            notes += "aasa: note: \(r.app): details[\(d)], component \(c) decided: \(note)\n"
+        }
+        if !notes.isEmpty { FileHandleOutput.standardError.write(notes) }
         report(url: urlText, host: url.host, results: results, document: document)
         if !results.contains(where: { $0.decision == .match }) { throw ExitCode(1) }
     }

@@ -131,6 +131,21 @@ private let file = #"""
         #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
     }
 
+    @Test func aMisspeltExcludeIsNotedWhenItsComponentDecides() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/private/*", "exlude": true}, {"/": "*"}]}]}}"#)
+        let r = try AASABinary.run(["match", path, "https://example.com/private/1"])
+        #expect(r.status == 0)
+        #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
+        let note = #"unknown key "exlude" is ignored; did you mean "exclude"? this component MATCHES: without "exclude" it opens the app"#
+        #expect(r.stderr.contains("aasa: note: ABCDE12345.com.example.app: details[0], component 0 decided: \(note)\n"), "\(r.stderr)")
+        // The finding itself says the same, at its warning severity.
+        #expect(r.stderr.contains(#"warning: unknown key "exlude" in a component is ignored; did you mean "exclude"? this component MATCHES: without "exclude" it opens the app [unknown-key]"#), "\(r.stderr)")
+        // Another component deciding: no note.
+        let other = try AASABinary.run(["match", path, "https://example.com/public"])
+        #expect(!other.stderr.contains("aasa: note:"), "\(other.stderr)")
+    }
+
     @Test func aLowerCaseTeamIDIsAWarningThatSaysWhatItCostsAndMatchingIsExact() throws {
         let dir = try TemporaryDirectory()
         let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["abcde12345.com.acme.shop"], "components": [{"/": "/buy/*"}]}]}}"#)
