@@ -489,5 +489,6 @@ extension CompiledComponent {
         }
         self.jsonPath = jsonPath
         self.offset = offset
+        self.variables = variables
     }
 }
