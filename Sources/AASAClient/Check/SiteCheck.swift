@@ -89,6 +89,7 @@ public struct SiteCheck: Sendable {
                 addresses = try Resolver.addresses(of: host, port: 443)
                 report.set("resolve", .pass, "\(host) resolves to \(addresses.map(\.host).joined(separator: ", "))")
             } catch {
+                report.unreachableCause = "dns"
                 report.set("resolve", .fail, "\(host) does not resolve (\(error.reason)): add an A or AAAA record for it")
                 report.skipOrigin(after: "resolve")
                 return report
@@ -104,6 +105,7 @@ public struct SiteCheck: Sendable {
         do {
             client = try HTTPSClient(configuration)
         } catch {
+            report.unreachableCause = "tls"
             report.set("tls", .fail, error.message)
             report.skipOrigin(after: "tls")
             return report
@@ -115,12 +117,14 @@ public struct SiteCheck: Sendable {
             response = try client.get(wellKnown, deadline: deadline)
         } catch {
             guard error.phase == .response else {
+                report.unreachableCause = error.isTimeout ? "timeout" : error.phase == .tls ? "tls" : error.phase == .resolve ? "dns" : "connect"
                 report.set("tls", .fail, SiteCheck.tlsFailure(error, viaConnect: options.connectTo != nil))
                 report.skipOrigin(after: "tls")
                 return report
             }
             if let tls = error.tls { setTLS(&report, tls, host: host) }
             guard let head = error.head, error.parseError == .bodyTooLarge(limit: configuration.maxBodyBytes) else {
+                if error.head == nil { report.unreachableCause = error.isTimeout ? "timeout" : "connect" }
                 report.set("status", .fail, "no complete HTTP response to GET \(SiteCheck.wellKnownPath): \(error.message)")
                 report.skipOrigin(after: "status")
                 return report
