@@ -115,12 +115,12 @@ package struct CheckCommand: ParsableCommand {
                 for d in r.diagnostics {
                     line("\(r.url):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]")
                 }
-                if r.unlistedDiagnostics > 0 { line("\(r.url): note: \(r.unlistedDiagnostics) more findings not shown") }
+                if r.unlistedDiagnostics > 0 { line("\(r.url): note: \(counted(r.unlistedDiagnostics, "more finding", "more findings")) not shown") }
             }
         }
         let failed = reports.reduce(0) { $0 + $1.checks.count { $0.status == .fail } }
         let warned = reports.reduce(0) { $0 + $1.checks.count { $0.status == .warn } }
-        line("\(failed) failed, \(warned) warnings in \(reports.count) \(reports.count == 1 ? "host" : "hosts")")
+        line("\(failed) failed, \(counted(warned, "warning")) in \(counted(reports.count, "host"))")
         return text
     }
 

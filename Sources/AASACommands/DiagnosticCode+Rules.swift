@@ -99,7 +99,7 @@ extension DiagnosticCode {
         case .legacyAppsNotEmpty: return "Applinks.apps must be [] when present."
         case .legacyDetailsDictionary: return "Details as an object keyed by app ID (old form; no defined order)."
         case .invalidAppID: return "Not PREFIX.BUNDLE with a 10-character letters-and-digits prefix and a bundle ID of letters, digits, - and ."
-        case .lowercaseAppIDPrefix: return "Lower-case letters in the prefix (Team IDs are upper case)."
+        case .lowercaseAppIDPrefix: return "Lower-case letters in the prefix. Team IDs are upper case, and an app's own ID carries its Team ID that way; whether iOS ignores case when it compares app IDs is not documented. aasa match and check compare app IDs exactly, so the entry applies only to an app ID written the same way. A warning, not an error: the file is still served."
         case .appIDIgnored: return "AppID beside appIDs: swcutil uses appIDs only."
         case .pathsIgnored: return "Paths beside a components array: iOS 13+ reads only components."
         case .noPatterns: return "A details entry with neither components nor paths, or applinks without details."

@@ -15,7 +15,7 @@ package struct EntitlementsCommand: ParsableCommand {
         in --config DIR (the site the server would serve; for *.example.com the file of \
         example.com, as iOS fetches it) or on the live host with --live (as aasa check fetches it, \
         without the CDN). Results: ok, invalid-entitlement, no-file, invalid-file, no-service, \
-        app-not-listed. Exit status: 0 when every entitlement is ok, 1 otherwise, 2 bad usage or \
+        app-not-listed, or with --live unreachable (DNS, connect, TLS, time-out). Exit status: 0 when every entitlement is ok, 1 otherwise, 2 bad usage or \
         an unreadable FILE.
         """
     )
@@ -164,6 +164,12 @@ package struct EntitlementsCommand: ParsableCommand {
             if let failed = report.checks.first(where: {
                 ["resolve", "tls", "status"].contains($0.name) && $0.status == .fail && !($0.name == "tls" && untrustedIsFine)
             }) {
+                // No HTTP answer (or a certificate a device refuses): the host cannot be reached,
+                // which says nothing of whether it has the file.
+                let cause = report.unreachableCause ?? (failed.name == "tls" ? "tls" : nil)
+                if let cause {
+                    return (text, domain, EntitlementVerdict(.unreachable, "\(report.url) cannot be reached (\(cause)): \(failed.name): \(failed.message)"))
+                }
                 return (text, domain, EntitlementVerdict(.noFile, "\(report.url): \(failed.name): \(failed.message)"))
             }
             guard let file = report.file else {

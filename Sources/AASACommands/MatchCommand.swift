@@ -57,7 +57,7 @@ package struct MatchCommand: ParsableCommand {
                 FileHandleOutput.standardError.write("aasa: no site in \(config) serves \(domain)"
                     + (names.isEmpty ? " (it has no site folders)\n" : " (sites: \(names.joined(separator: ", ")))\n"))
                 // The message above is the whole answer in text; JSON readers still get a document.
-                if format == .json { report(url: urlText, host: url.host, results: [], document: AASADocument()) }
+                if format == .json { report(url: urlText, host: url.host, results: [], document: AASADocument(), parts: nil) }
                 throw ExitCode(1)
             }
             path = site.value
@@ -96,11 +96,21 @@ package struct MatchCommand: ParsableCommand {
         let document = file.document!
 
         let results = document.decide(url, domain: domain, apps: app.map { [$0] })
-        report(url: urlText, host: url.host, results: results, document: document)
+        // A component that decided while a misspelt `exclude` beside it was ignored: the finding
+        // is above, but this is where it changed the answer.
+        var notes = ""
+        for r in results {
+            guard let d = r.detail, let c = r.component, case .components(let components)? = document.appLinks?.details[d].rules,
+                  components.indices.contains(c), let note = components[c].note else { continue }
+            notes += "aasa: note: \(r.app): details[\(d)], component \(c) decided: \(note)\n"
+        }
+        if !notes.isEmpty { FileHandleOutput.standardError.write(notes) }
+        // A URL on another host than the file's gets no_match with nothing to explain.
+        report(url: urlText, host: url.host, results: results, document: document, parts: domain == url.host ? url : nil)
         if !results.contains(where: { $0.decision == .match }) { throw ExitCode(1) }
     }
 
-    private func report(url: String, host: String, results: [AppDecision], document: AASADocument) {
+    private func report(url: String, host: String, results: [AppDecision], document: AASADocument, parts: URLParts?) {
         let out = FileHandleOutput.standardOutput
         switch format {
         case .text:
@@ -111,6 +121,8 @@ package struct MatchCommand: ParsableCommand {
                 text += "\(r.app): \(r.decision.rawValue)"
                 if let rule = document.rule(deciding: r), let d = r.detail {
                     text += " (details[\(d)], \(rule.description))"
+                } else if r.decision == .noMatch, let parts, let miss = document.nearMiss(parts, app: r.app) {
+                    text += " (closest: details[\(miss.detail)], component \(miss.component): \(miss.reasons.joined(separator: "; ")))"
                 } else if !listed.contains(r.app) {
                     text += listed.isEmpty
                         ? " (not listed: the file lists no applinks app)"

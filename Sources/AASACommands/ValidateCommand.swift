@@ -54,10 +54,10 @@ package struct ValidateCommand: ParsableCommand {
 
     package func run() throws {
         var results: [(path: String, file: AssociationFile)] = []
-        var unreadable = false
+        var unreadable = 0
         func complain(_ message: String) {
             FileHandleOutput.standardError.write("aasa: \(message)\n")
-            unreadable = true
+            unreadable += 1
         }
         func check(_ path: String, as kind: AssociationFileKind) {
             do {
@@ -97,7 +97,8 @@ package struct ValidateCommand: ParsableCommand {
             }
         }
 
-        let report = ValidationReport(files: results.map { ValidationReport.File(path: $0.path, file: $0.file) })
+        let report = ValidationReport(files: results.map { ValidationReport.File(path: $0.path, file: $0.file) },
+                                      strict: strict, unread: unreadable)
         let out = FileHandleOutput.standardOutput
         switch format {
         case .text: out.write(report.text())
@@ -107,7 +108,7 @@ package struct ValidateCommand: ParsableCommand {
         case .gitlab: out.write(report.gitlabCodeQuality())
         }
 
-        if unreadable { throw ExitCode(2) }
+        if unreadable > 0 { throw ExitCode(2) }
         if results.contains(where: { !passes($0.file) }) { throw ExitCode(1) }
     }
 

@@ -16,12 +16,32 @@ package struct ValidationReport {
     }
 
     package var files: [File]
+    /// `--strict`: warnings fail the run, and the summary says so.
+    package var strict = false
+    /// Paths given that could not be read (reported on stderr); the summary counts them, so a
+    /// run that read nothing never looks like a clean one.
+    package var unread = 0
+
+    package init(files: [File], strict: Bool = false, unread: Int = 0) {
+        self.files = files
+        self.strict = strict
+        self.unread = unread
+    }
 
     package var errorCount: Int { files.reduce(0) { $0 + $1.file.errorCount } }
     package var warningCount: Int { files.reduce(0) { $0 + $1.file.warningCount } }
 
-    /// `N errors, M warnings in K files`, plural whatever the counts: scripts read this line.
-    package var summary: String { "\(errorCount) errors, \(warningCount) warnings in \(files.count) files\n" }
+    /// `1 error, 2 warnings in 1 file`; with `--strict` and warnings, `(--strict: warnings count as
+    /// errors)` after it, since the run then fails; `; 1 path not read` when some could not be.
+    /// Empty when nothing was read: "0 errors … in 0 files" would read like success, and the
+    /// messages on stderr are the whole answer.
+    package var summary: String {
+        if files.isEmpty && unread > 0 { return "" }
+        var line = "\(counted(errorCount, "error")), \(counted(warningCount, "warning")) in \(counted(files.count, "file"))"
+        if strict && warningCount > 0 { line += " (--strict: warnings count as errors)" }
+        if unread > 0 { line += "; \(counted(unread, "path")) not read" }
+        return line + "\n"
+    }
 
     /// Compiler style, `PATH:LINE:COLUMN: error|warning: MESSAGE [CODE]`, then the summary.
     package func text() -> String {
@@ -31,7 +51,7 @@ package struct ValidationReport {
                 text += "\(entry.path):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n"
             }
             if entry.notShown > 0 {
-                text += "\(entry.path): note: \(entry.notShown) more findings not shown\n"
+                text += "\(entry.path): note: \(counted(entry.notShown, "more finding", "more findings")) not shown\n"
             }
         }
         return text + summary

@@ -153,6 +153,38 @@ private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         #expect((change["after"] as? String)?.hasSuffix("s") == true, "\(change)")
     }
 
+    @Test func anEditToTheSameJSONAsTheCDNsCopyIsCheckedAgainWithinMinOf60SecondsAndTheInterval() throws {
+        let cdn = try FakeCDN()
+        // A stale copy cached for 6 hours: left alone, the next check would be hours away.
+        cdn.answer("www.example.com", FakeCDN.copy(olderWww, age: 120))
+        let server = try ServerProcess(sites: ["www.example.com": wwwExampleCom], extraArguments: watch(cdn.base, interval: 20))
+        #expect(try cdnStatus(server, "www.example.com")["state"] as? String == "stale")
+        let asked = cdn.arrivals(for: "www.example.com").count
+        // The CDN's JSON in other bytes: another version served, equal as parsed values.
+        let edited = Date()
+        _ = try server.directory.write("config/www.example.com/apple-app-site-association",
+                                       olderWww.replacingOccurrences(of: ": ", with: ":") + "\n")
+        let current = try cdnStatus(server, "www.example.com", timeout: 3) { $0["state"] as? String == "current" }
+        #expect(current["state"] as? String == "current")
+        // Checked again within min(60 s, interval) = 20 s of the edit, whatever the re-evaluation found.
+        #expect(cdn.wait(for: "www.example.com", count: asked + 1, timeout: 20), "\(cdn.arrivals.map(\.path))")
+        #expect(cdn.arrivals(for: "www.example.com").last.map { $0.time.timeIntervalSince(edited) < 20 } == true)
+        let rechecked = try cdnStatus(server, "www.example.com", timeout: 3) { c in
+            (c["checkedAt"] as? String).flatMap(isoDate).map { $0 >= edited.addingTimeInterval(-0.001) } == true
+        }
+        let checkedAt = try #require((rechecked["checkedAt"] as? String).flatMap(isoDate))
+        #expect(checkedAt >= edited.addingTimeInterval(-0.001), "checkedAt \(checkedAt) is after the edit at \(edited)")
+        #expect(rechecked["state"] as? String == "current")
+        #expect(server.log.components(separatedBy: "cdn: www.example.com stale -> current").count - 1 == 1, "\(server.log)")
+    }
+
+    /// `/status` times: ISO 8601 with milliseconds, in UTC.
+    private func isoDate(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: text) ?? ISO8601DateFormatter().date(from: text)
+    }
+
     @Test func theWatchIsOffWithTheFlagAndInDevelopmentMode() throws {
         let cdn = try FakeCDN()
         cdn.answer("example.com", FakeCDN.copy(exampleCom))

@@ -47,7 +47,7 @@ import Testing
         let lines = both.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("::error file=sites/a.example/apple-app-site-association,line=1,col=39,title=invalid-app-id::") })
         #expect(lines.contains { $0.hasPrefix("::warning file=other/assetlinks.json,line=1,") && $0.contains("title=unknown-key::") })
-        #expect(lines.last == "1 errors, 1 warnings in 2 files")
+        #expect(lines.last == "1 error, 1 warning in 2 files")
 
         let warningsOnly = try Self.runAction(paths: "other/assetlinks.json", strict: "false", in: dir.url)
         #expect(warningsOnly.status == 0, "\(warningsOnly.stdout)\(warningsOnly.stderr)")

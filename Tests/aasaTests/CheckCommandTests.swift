@@ -96,7 +96,7 @@ private let app = "ABCDE12345.com.example.app"
         let server = try ServerProcess(sites: ["example.com": exampleCom])
         let missing = try check("www.example.com", port: server.https)
         #expect(missing.status == 1)
-        #expect(line(missing, "status", host: "www.example.com") == "fail: 404 Not Found for GET \(wellKnown): serve the file at \(wellKnown) on www.example.com (/apple-app-site-association too: 404 Not Found)")
+        #expect(line(missing, "status", host: "www.example.com") == "fail: 404 Not Found for GET \(wellKnown) (the server says \"unknown host\"): serve the file at \(wellKnown) on www.example.com (/apple-app-site-association too: 404 Not Found)")
 
         let (_, front) = try scriptedOrigin(ScriptedServer.response("404 Not Found"),
                                             legacy: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom))
@@ -107,6 +107,42 @@ private let app = "ABCDE12345.com.example.app"
         let status = try #require((host["checks"] as? [[String: Any]])?[2])
         #expect(status["status"] as? String == "warn")
         #expect((status["message"] as? String)?.contains("only at the legacy /apple-app-site-association (200): move it to \(wellKnown)") == true)
+    }
+
+    @Test func aFileTheServerRefusedIsReportedAsRefusedWithTheServersReasonNotAsMissing() throws {
+        let rejected = #"{"applinks": {"details": [{"appIDs": ["ABC.x"], "components": [{"/": "/buy/*"}]}]}}"#
+        let server = try ServerProcess(sites: ["example.com": rejected, "*.example.org": wildcardOrg])
+        let r = try check(port: server.https)
+        #expect(r.status == 1)
+        let status = line(r, "status")
+        #expect(status.hasPrefix("fail: 404 Not Found for GET \(wellKnown) (the server says \"this site's apple-app-site-association has errors and is not served; first: 1:"), "\(status)")
+        #expect(status.contains("[invalid-app-id]"), "\(status)")
+        #expect(status.contains("the server has the file but refuses to serve it: fix what it reports"), "\(status)")
+        #expect(!status.contains("serve the file at"), "\(status)")
+    }
+
+    @Test func aLowerCaseTeamIDIsListedOnlyAsWrittenAndTheWarningSaysSo() throws {
+        let lower = #"{"applinks": {"details": [{"appIDs": ["abcde12345.com.acme.shop"], "components": [{"/": "/buy/*"}]}]}}"#
+        let (_, front) = try scriptedOrigin(ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: lower))
+        let r = try check(port: front.port, ["--app", "ABCDE12345.com.acme.shop", "--app", "abcde12345.com.acme.shop"])
+        #expect(r.status == 1)
+        #expect(line(r, "validate").contains("Whether iOS ignores case when it compares app IDs is not documented"), "\(r.stdout)")
+        #expect(line(r, "app").hasPrefix("fail: ABCDE12345.com.acme.shop is not listed for applinks; abcde12345.com.acme.shop is listed for applinks"), "\(r.stdout)")
+    }
+
+    @Test func aFailingStatusQuotesTheFirstLineOfItsBodyEscapedAndCut() throws {
+        let body = "\n\u{1b}[2J" + String(repeating: "a", count: 300) + "\nsecond line\n"
+        let (_, front) = try scriptedOrigin(ScriptedServer.response("404 Not Found", ["Content-Type: text/plain"], body: body))
+        let r = try check(port: front.port, ["--format", "json"])
+        #expect(r.status == 1)
+        let host = try #require((try r.json()["hosts"] as? [[String: Any]])?.first)
+        let message = try #require((host["checks"] as? [[String: Any]])?[2]["message"] as? String)
+        let quoted = "\\u{1b}[2J" + String(repeating: "a", count: 196) + "…"
+        #expect(message.hasPrefix("404 Not Found for GET \(wellKnown) (the server says \"\(quoted)\"): serve the file at \(wellKnown) on example.com"), "\(message)")
+        #expect(!message.contains("second line"))
+        // An HTML page is not quoted.
+        let (_, page) = try scriptedOrigin(ScriptedServer.response("404 Not Found", ["Content-Type: text/html"], body: "<html>nope</html>"))
+        #expect(line(try check(port: page.port), "status").hasPrefix("fail: 404 Not Found for GET \(wellKnown): serve the file"))
     }
 
     @Test func anHTMLPageFailsContentTypeAndValidation() throws {
@@ -122,7 +158,7 @@ private let app = "ABCDE12345.com.example.app"
         let r = try check(port: front.port)
         #expect(r.status == 0)
         #expect(line(r, "content-type") == "warn: Content-Type: application/octet-stream: send application/json (devices are lenient; some proxies and validators are not)")
-        #expect(r.stdout.hasSuffix("0 failed, 1 warnings in 1 host\n"))
+        #expect(r.stdout.hasSuffix("0 failed, 1 warning in 1 host\n"))
     }
 
     @Test func aFileOver128KBFailsSize() throws {
@@ -151,7 +187,7 @@ private let app = "ABCDE12345.com.example.app"
         let r = try check(port: front.port)
         #expect(r.status == 1)
         let validate = line(r, "validate")
-        #expect(validate.hasPrefix("fail: 1 errors, 0 warnings; first: 8:1: "), "\(validate)")
+        #expect(validate.hasPrefix("fail: 1 error, 0 warnings; first: 8:1: "), "\(validate)")
         // Each finding on a line of its own right after the validate line, compiler style.
         let lines = r.stdout.split(separator: "\n").map(String.init)
         let at = try #require(lines.firstIndex { $0.hasPrefix("example.com: validate: ") })

@@ -108,7 +108,8 @@ private let everyResult = [
         #expect(lines.count == 3)
         #expect(lines[0] == "applinks:example.com: ok: https://example.com/.well-known/apple-app-site-association lists \(app) in applinks.details[0]")
         #expect(lines[1].hasPrefix("webcredentials:www.example.com: no-service: https://www.example.com/.well-known/apple-app-site-association has no webcredentials section"))
-        #expect(lines[2].hasPrefix("applinks:unknown.example.net: no-file: https://unknown.example.net/.well-known/apple-app-site-association: tls: "))
+        // A certificate a device refuses: the host cannot be reached over TLS, which says nothing of the file.
+        #expect(lines[2].hasPrefix("applinks:unknown.example.net: unreachable: https://unknown.example.net/.well-known/apple-app-site-association cannot be reached (tls): tls: "), "\(lines[2])")
         #expect(lines[2].contains("hostname mismatch"))
         #expect(!server.accessLog.contains("/a/v1/"), "no CDN")
     }
@@ -120,8 +121,23 @@ private let everyResult = [
         #expect(r.status == 1)
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("applinks:example.com?mode=developer: ok: ") == true, "\(r.stdout)")
-        #expect(lines.last?.hasPrefix("applinks:example.com: no-file: https://example.com/.well-known/apple-app-site-association: tls: ") == true)
+        #expect(lines.last?.hasPrefix("applinks:example.com: unreachable: https://example.com/.well-known/apple-app-site-association cannot be reached (tls): tls: ") == true, "\(r.stdout)")
         #expect(lines.last?.contains("unable to get local issuer certificate") == true)
+    }
+
+    @Test func aHostThatCannotBeReachedIsUnreachableNotMissingItsFile() throws {
+        // Nothing listens on this port: connection refused.
+        let closed = try freePort()
+        let refused = try AASABinary.run(["entitlements", "--entitlement", "applinks:example.com", "--app", app, "--live",
+                                          "--connect", "127.0.0.1:\(closed)", "--format", "json"])
+        #expect(refused.status == 1)
+        let result = try #require((try refused.json()["results"] as? [[String: Any]])?.first)
+        #expect(result["result"] as? String == "unreachable", "\(refused.stdout)")
+        #expect((result["message"] as? String)?.contains("cannot be reached (connect)") == true, "\(refused.stdout)")
+        // A name that does not resolve (RFC 6761: .invalid never does).
+        let dns = try AASABinary.run(["entitlements", "--entitlement", "applinks:nowhere.invalid", "--app", app, "--live"])
+        #expect(dns.status == 1)
+        #expect(dns.stdout.hasPrefix("applinks:nowhere.invalid: unreachable: https://nowhere.invalid/.well-known/apple-app-site-association cannot be reached (dns): resolve: "), "\(dns.stdout)")
     }
 
     @Test func badUsageAndUnreadableFilesExitWith2() throws {

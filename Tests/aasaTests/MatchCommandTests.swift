@@ -14,7 +14,7 @@ private let file = #"""
         let path = try dir.write("aasa.json", file)
         let r = try AASABinary.run(["match", path, "https://example.com/buy/42"])
         #expect(r.status == 0)
-        #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 1)\nABCDE12345.com.example.other: no_match\n")
+        #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 1)\nABCDE12345.com.example.other: no_match (closest: details[1], component 0: the path \"/buy/42\" does not match \"/help\")\n")
     }
 
     @Test func writesJSON() throws {
@@ -42,7 +42,7 @@ private let file = #"""
         #expect(try AASABinary.run(["match", path, "https://example.com/help", "--app", "ABCDE12345.com.example.other"]).status == 0)
         let r = try AASABinary.run(["match", path, "https://example.com/help", "--app", "ABCDE12345.com.example.app"])
         #expect(r.status == 1)
-        #expect(r.stdout == "ABCDE12345.com.example.app: no_match\n")
+        #expect(r.stdout == "ABCDE12345.com.example.app: no_match (closest: details[0], component 1: the path \"/help\" does not match \"/buy/*\")\n")
     }
 
     @Test func aURLOnAnotherDomainMatchesNothing() throws {
@@ -129,6 +129,62 @@ private let file = #"""
         #expect(r.stderr.contains("[query-value-not-string]"))
         #expect(r.stderr.contains("1 error, 0 warnings; the server would not serve this file"), "\(r.stderr)")
         #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
+    }
+
+    @Test func aNoMatchSaysWhyTheClosestComponentMissed() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"""
+        {"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [
+          {"/": "/never/*", "exclude": true},
+          {"/": "/shop/*", "?": {"ref": "?*"}},
+          {"/": "/help", "#": "faq"}
+        ]}]}}
+        """#)
+        func why(_ url: String) throws -> String {
+            let r = try AASABinary.run(["match", path, url])
+            #expect(r.status == 1, "\(url): \(r.stdout)")
+            return r.stdout
+        }
+        // Case: the path matches only ignoring case, and caseSensitive is true (the default).
+        #expect(try why("https://example.com/Shop/1?ref=mail") == "ABCDE12345.com.example.app: no_match (closest: details[0], component 1: the path \"/Shop/1\" matches \"/shop/*\" only ignoring case, and caseSensitive is true)\n")
+        // A query item the component requires and the URL lacks.
+        #expect(try why("https://example.com/shop/1?utm=x") == "ABCDE12345.com.example.app: no_match (closest: details[0], component 1: the URL has no query item \"ref\", which the component requires (\"?*\"))\n")
+        // The fragment.
+        #expect(try why("https://example.com/help#top") == "ABCDE12345.com.example.app: no_match (closest: details[0], component 2: the fragment \"top\" does not match \"faq\")\n")
+        // Percent-encoding: matched only once decoded, while percentEncoded is true.
+        let encoded = try dir.write("encoded.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a b/*"}]}]}}"#)
+        let r = try AASABinary.run(["match", encoded, "https://example.com/a%20b/1"])
+        #expect(r.stdout == "ABCDE12345.com.example.app: no_match (closest: details[0], component 0: the path \"/a%20b/1\" matches \"/a b/*\" only once percent-decoded, and percentEncoded is true (the URL is compared as written))\n", "\(r.stdout)")
+    }
+
+    @Test func aMisspeltExcludeIsNotedWhenItsComponentDecides() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/private/*", "exlude": true}, {"/": "*"}]}]}}"#)
+        let r = try AASABinary.run(["match", path, "https://example.com/private/1"])
+        #expect(r.status == 0)
+        #expect(r.stdout == "ABCDE12345.com.example.app: match (details[0], component 0)\n")
+        let note = #"unknown key "exlude" is ignored; did you mean "exclude"? this component MATCHES: without "exclude" it opens the app"#
+        #expect(r.stderr.contains("aasa: note: ABCDE12345.com.example.app: details[0], component 0 decided: \(note)\n"), "\(r.stderr)")
+        // The finding itself says the same, at its warning severity.
+        #expect(r.stderr.contains(#"warning: unknown key "exlude" in a component is ignored; did you mean "exclude"? this component MATCHES: without "exclude" it opens the app [unknown-key]"#), "\(r.stderr)")
+        // Another component deciding: no note.
+        let other = try AASABinary.run(["match", path, "https://example.com/public"])
+        #expect(!other.stderr.contains("aasa: note:"), "\(other.stderr)")
+    }
+
+    @Test func aLowerCaseTeamIDIsAWarningThatSaysWhatItCostsAndMatchingIsExact() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("aasa.json", #"{"applinks": {"details": [{"appIDs": ["abcde12345.com.acme.shop"], "components": [{"/": "/buy/*"}]}]}}"#)
+        let v = try AASABinary.run(["validate", path])
+        #expect(v.status == 0, "a warning")
+        #expect(v.stdout.contains(#"warning: app ID prefix in "abcde12345.com.acme.shop" has lower-case letters; Team IDs are upper case, and an app's own ID carries its Team ID that way. Whether iOS ignores case when it compares app IDs is not documented; aasa match and check compare them exactly, so this entry applies only to an app ID written the same way. Write "ABCDE12345.com.acme.shop" [app-id-lowercase-prefix]"#), "\(v.stdout)")
+        // Decided as before: app IDs compare exactly.
+        let upper = try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "ABCDE12345.com.acme.shop"])
+        #expect(upper.status == 1)
+        #expect(upper.stdout == "ABCDE12345.com.acme.shop: no_match (not listed: the file's applinks apps are abcde12345.com.acme.shop)\n")
+        let lower = try AASABinary.run(["match", path, "https://example.com/buy/1", "--app", "abcde12345.com.acme.shop"])
+        #expect(lower.status == 0)
+        #expect(lower.stdout == "abcde12345.com.acme.shop: match (details[0], component 0)\n")
     }
 
     @Test func notJSONOrUnreadableOrBadUsageIsExitTwo() throws {

@@ -129,6 +129,6 @@ private func fifo(_ path: String) throws {
         let path = try dir.write("file.json", exampleCom)
         let r = try Shell.run("/bin/bash", ["-c", "exec \"$0\" validate <(cat \"$1\")", AASABinary.url.path, path])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout.hasSuffix("0 errors, 0 warnings in 1 files\n"))
+        #expect(r.stdout.hasSuffix("0 errors, 0 warnings in 1 file\n"))
     }
 }

@@ -20,7 +20,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("\(path):2:69: error: missing ',' between object members [missing-comma]"))
         #expect(lines.contains { $0.hasPrefix("\(path):2:91: error: expected a string pattern, found a number") && $0.hasSuffix("[wrong-type]") })
-        #expect(lines.last == "2 errors, 0 warnings in 1 files")
+        #expect(lines.last == "2 errors, 0 warnings in 1 file")
     }
 
     @Test func warningsPassUnlessStrict() throws {
@@ -29,9 +29,23 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let lenient = try AASABinary.run(["validate", path])
         #expect(lenient.status == 0)
         #expect(lenient.stdout.contains("warning: unknown key \"Exclude\""))
-        #expect(lenient.stdout.hasSuffix("0 errors, 1 warnings in 1 files\n"))
+        #expect(lenient.stdout.hasSuffix("0 errors, 1 warning in 1 file\n"))
         let strict = try AASABinary.run(["validate", "--strict", path])
         #expect(strict.status == 1)
+        #expect(strict.stdout.hasSuffix("0 errors, 1 warning in 1 file (--strict: warnings count as errors)\n"), "\(strict.stdout)")
+    }
+
+    @Test func aMissingFileIsReportedWithoutASummaryThatReadsLikeSuccess() throws {
+        let r = try AASABinary.run(["validate", "/nonexistent/apple-app-site-association"])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("/nonexistent/apple-app-site-association: cannot open: No such file or directory"), "\(r.stderr)")
+        #expect(r.stdout.isEmpty, "\(r.stdout)")
+        // Beside a file that was read, the summary counts what was not.
+        let dir = try TemporaryDirectory()
+        let good = try dir.write("good.json", goodFile)
+        let both = try AASABinary.run(["validate", good, "/nonexistent/apple-app-site-association"])
+        #expect(both.status == 2)
+        #expect(both.stdout == "0 errors, 0 warnings in 1 file; 1 path not read\n", "\(both.stdout)")
     }
 
     @Test func writesJSONWithPositionsAndPaths() throws {
@@ -67,11 +81,11 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         #expect(r.stdout.hasSuffix("in 2 files\n"))
     }
 
-    @Test func theSummaryKeepsTheFormTheSpecFixes() throws {
+    @Test func theSummaryCountsOneOfAnythingInTheSingular() throws {
         let dir = try TemporaryDirectory()
         let one = try dir.write("one.json", #"{"applinks": {"details": [{"appIDs": ["ABC.x"], "components": [{"/": "/a", "Exclude": true}]}]}}"#)
         let two = try dir.write("two.json", "{\"webcredentials\": {\"apps\": [\"ABC.x\"]}, \"x\": 1, \"y\": 2}")
-        #expect(try AASABinary.run(["validate", one]).stdout.hasSuffix("\n1 errors, 1 warnings in 1 files\n"))
+        #expect(try AASABinary.run(["validate", one]).stdout.hasSuffix("\n1 error, 1 warning in 1 file\n"))
         #expect(try AASABinary.run(["validate", one, two]).stdout.hasSuffix("\n2 errors, 3 warnings in 2 files\n"))
     }
 
@@ -98,7 +112,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         #expect(asAASA.stdout.contains("[no-service]"))
         let asWebAuthn = try AASABinary.run(["validate", "--kind", "webauthn", path])
         #expect(asWebAuthn.status == 0)
-        #expect(asWebAuthn.stdout == "0 errors, 0 warnings in 1 files\n")
+        #expect(asWebAuthn.stdout == "0 errors, 0 warnings in 1 file\n")
         let asAssetLinks = try AASABinary.run(["validate", "--kind", "assetlinks", "--format", "json", path])
         #expect(asAssetLinks.status == 1)
         let files = try #require(try asAssetLinks.json()["files"] as? [[String: Any]])
@@ -130,7 +144,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let text = try AASABinary.run(["validate", dir.url.appendingPathComponent("example.net").path])
         #expect(text.status == 0)
         #expect(text.stdout.hasPrefix("\(site):1:37: warning:"))
-        #expect(text.stdout.hasSuffix("0 errors, 1 warnings in 1 files\n"))
+        #expect(text.stdout.hasSuffix("0 errors, 1 warning in 1 file\n"))
         #expect(try AASABinary.run(["validate", "--strict", dir.url.appendingPathComponent("example.net").path]).status == 1)
     }
 
@@ -167,7 +181,7 @@ private let goodWebAuthn = #"{"origins": ["https://example.co.uk"]}"#
         let r = try AASABinary.run(["validate", dir.url.appendingPathComponent("config").path])
         #expect(r.status == 2)
         #expect(r.stderr.contains("empty.example.com: no association file"))
-        #expect(r.stdout.hasSuffix("0 errors, 0 warnings in 1 files\n"))
+        #expect(r.stdout.hasSuffix("0 errors, 0 warnings in 1 file; 1 path not read\n"), "\(r.stdout)")
     }
 
     @Test func unreadableInputIsExitTwo() throws {

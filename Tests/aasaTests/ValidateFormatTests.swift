@@ -18,7 +18,7 @@ private let goodFile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         #expect(lines.first == #"::error file=\#(file),line=1,col=39,title=invalid-app-id::invalid app ID "ABC.x": the prefix "ABC" has 3 characters; a Team ID has 10"#)
         #expect(lines.contains { $0.hasPrefix("::warning file=\(file),line=1,col=") && $0.contains(",title=unmatchable-pattern::'%25' without two hex digits") })
         #expect(lines.filter { $0.hasPrefix("::warning file=\(file),") }.count == 4)
-        #expect(lines.last == "1 errors, 4 warnings in 1 files")
+        #expect(lines.last == "1 error, 4 warnings in 1 file")
         #expect(lines.count == 6)
     }
 
@@ -109,14 +109,14 @@ private let goodFile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
         let lines = text.stdout.split(separator: "\n").map(String.init)
         #expect(lines.filter { $0.hasPrefix("\(path):") && $0.hasSuffix("[unknown-key]") }.count == 100)
         #expect(lines.contains("\(path): note: 50 more findings not shown"))
-        #expect(lines.last == "0 errors, 150 warnings in 1 files")
+        #expect(lines.last == "0 errors, 150 warnings in 1 file")
 
         let json = try AASABinary.run(["validate", "--format", "json", path]).json()
         #expect(((json["files"] as? [[String: Any]])?.first?["diagnostics"] as? [Any])?.count == 100)
 
         let github = try AASABinary.run(["validate", "--format", "github", path]).stdout.split(separator: "\n")
         #expect(github.filter { $0.hasPrefix("::warning ") }.count == 100)
-        #expect(github.last == "0 errors, 150 warnings in 1 files")
+        #expect(github.last == "0 errors, 150 warnings in 1 file")
 
         let sarif = try AASABinary.run(["validate", "--format", "sarif", path]).json()
         #expect(((sarif["runs"] as? [[String: Any]])?.first?["results"] as? [Any])?.count == 100)

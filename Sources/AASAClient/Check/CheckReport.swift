@@ -40,6 +40,9 @@ public struct HostReport: Sendable {
     public var cdn = CDNSummary()
     /// The origin's file, when one was read (for `aasa entitlements --live`).
     public var file: AASAFile?
+    /// Why no HTTP answer came from the origin, when none did: `dns`, `connect`, `tls` (a failed
+    /// handshake; a certificate that does not verify is ``certificateFailure``) or `timeout`.
+    public var unreachableCause: String?
     /// OpenSSL's verdict when the origin's certificate did not verify ("certificate has
     /// expired", "unable to get local issuer certificate", …).
     public var certificateFailure: String?

@@ -93,6 +93,7 @@ public struct SiteCheck: Sendable {
                 addresses = try Resolver.addresses(of: host, port: 443)
                 report.set("resolve", .pass, "\(host) resolves to \(addresses.map(\.host).joined(separator: ", "))")
             } catch {
+                report.unreachableCause = "dns"
                 report.set("resolve", .fail, "\(host) does not resolve (\(error.reason)): add an A or AAAA record for it")
                 report.skipOrigin(after: "resolve")
                 return report
@@ -108,6 +109,7 @@ public struct SiteCheck: Sendable {
         do {
             client = try HTTPSClient(configuration)
         } catch {
+            report.unreachableCause = "tls"
             report.set("tls", .fail, error.message)
             report.skipOrigin(after: "tls")
             return report
@@ -119,12 +121,14 @@ public struct SiteCheck: Sendable {
             response = try client.get(wellKnown, headers: SiteCheck.ownCheckHeaders, deadline: deadline)
         } catch {
             guard error.phase == .response else {
+                report.unreachableCause = error.isTimeout ? "timeout" : error.phase == .tls ? "tls" : error.phase == .resolve ? "dns" : "connect"
                 report.set("tls", .fail, SiteCheck.tlsFailure(error, viaConnect: options.connectTo != nil))
                 report.skipOrigin(after: "tls")
                 return report
             }
             if let tls = error.tls { setTLS(&report, tls, host: host) }
             guard let head = error.head, error.parseError == .bodyTooLarge(limit: configuration.maxBodyBytes) else {
+                if error.head == nil { report.unreachableCause = error.isTimeout ? "timeout" : "connect" }
                 report.set("status", .fail, "no complete HTTP response to GET \(SiteCheck.wellKnownPath): \(error.message)")
                 report.skipOrigin(after: "status")
                 return report
@@ -183,9 +187,9 @@ public struct SiteCheck: Sendable {
         let first = file.diagnostics.first { $0.severity == .error } ?? file.diagnostics.first
         let firstText = first.map { "; first: \($0.line):\($0.column): \($0.message) [\($0.code.rawValue)]" } ?? ""
         if file.errorCount > 0 {
-            report.set("validate", .fail, "\(file.errorCount) errors, \(file.warningCount) warnings\(firstText)")
+            report.set("validate", .fail, "\(counted(file.errorCount, "error")), \(counted(file.warningCount, "warning"))\(firstText)")
         } else if file.warningCount > 0 {
-            report.set("validate", .warn, "valid, \(file.warningCount) warnings\(firstText)")
+            report.set("validate", .warn, "valid, \(counted(file.warningCount, "warning"))\(firstText)")
         } else {
             report.set("validate", .pass, "valid: \(SiteCheck.services(file.document))")
         }
@@ -250,10 +254,49 @@ public struct SiteCheck: Sendable {
             let location = response["Location"].map { " to \($0)" } ?? " (no Location)"
             return "the file is behind a \(status)\(location): serve it on \(host) itself; Apple's CDN follows no redirect"
         }
-        if response.status == 401 || response.status == 403 {
-            return "\(status) for GET \(SiteCheck.wellKnownPath): the file must be public, with no authentication, bot protection or geo-blocking for \(SiteCheck.userAgent)"
+        let said = bodyLine(response)
+        let answer = "\(status) for GET \(SiteCheck.wellKnownPath)" + (said.map { " (the server says \"\($0)\")" } ?? "")
+        if let said, refusesTheFile(said) {
+            // The file is there and the server refused it (`aasa serve` does so with a file that
+            // has errors): serving it again changes nothing, fixing it does.
+            return "\(answer): the server has the file but refuses to serve it: fix what it reports (aasa validate lists every finding)"
         }
-        return "\(status) for GET \(SiteCheck.wellKnownPath): serve the file at \(SiteCheck.wellKnownPath) on \(host)"
+        if response.status == 401 || response.status == 403 {
+            return "\(answer): the file must be public, with no authentication, bot protection or geo-blocking for \(SiteCheck.userAgent)"
+        }
+        if response.status >= 500 {
+            return "\(answer): the server failed; Apple's CDN takes only a 200 with the file"
+        }
+        return "\(answer): serve the file at \(SiteCheck.wellKnownPath) on \(host)"
+    }
+
+    /// Quoted bodies are cut here, in characters.
+    static let quotedBodyLimit = 200
+
+    /// The first non-blank line of a JSON or text body, control characters escaped and at most
+    /// ``quotedBodyLimit`` characters (then `…`); nil for an HTML page, another type, or a body
+    /// with nothing to read. A peer wrote it: it is bounded before it reaches a message.
+    static func bodyLine(_ response: HTTPResponse) -> String? {
+        let media = response["Content-Type"].map { String($0.prefix { $0 != ";" }).trimmingCharacters().lowercased() }
+        if let media {
+            let readable = media == "application/json" || media.hasSuffix("+json") || (media.hasPrefix("text/") && media != "text/html")
+            guard readable else { return nil }
+        }
+        // At most what the limit needs: four bytes a character, and the line breaks before it.
+        let text = String(decoding: response.body.prefix(64 * 1024), as: UTF8.self)
+        guard let line = text.split(whereSeparator: \.isNewline).lazy.map({ String($0).trimmingWhitespace() })
+            .first(where: { !$0.isEmpty }) else { return nil }
+        // No type given: a page is not quoted.
+        if media == nil, line.hasPrefix("<") { return nil }
+        let cut = line.count > quotedBodyLimit ? String(line.prefix(quotedBodyLimit)) + "…" : line
+        return cut.escapingControlCharacters
+    }
+
+    /// Whether the body's line says the file was refused rather than missing: `aasa serve`'s
+    /// "has errors and is not served", and the words other servers use for the same.
+    static func refusesTheFile(_ line: String) -> Bool {
+        let l = line.lowercased()
+        return ["has errors", "not served", "invalid", "rejected", "refused"].contains { l.contains($0) }
     }
 
     private func setContentType(_ report: inout HostReport, _ response: HTTPResponse) {
@@ -371,6 +414,13 @@ private final class HostQueue: Sendable {
 }
 
 extension String {
+    fileprivate func trimmingWhitespace() -> String {
+        var s = Substring(self)
+        while s.first?.isWhitespace == true { s = s.dropFirst() }
+        while s.last?.isWhitespace == true { s = s.dropLast() }
+        return String(s)
+    }
+
     fileprivate func trimmingCharacters() -> String {
         var s = Substring(self)
         while s.first == " " { s = s.dropFirst() }

@@ -9,6 +9,9 @@ public enum EntitlementResult: String, Sendable {
     /// The file has no section for the entitlement's service.
     case noService = "no-service"
     case appNotListed = "app-not-listed"
+    /// With `--live`: no HTTP answer from the host (DNS, connect, TLS, time-out), so whether a
+    /// file backs the entitlement is unknown, not known to be missing.
+    case unreachable
 }
 
 public struct EntitlementVerdict: Sendable, Equatable {

@@ -140,6 +140,12 @@ public struct CompiledComponent: Sendable {
     /// Where the component is in the file, for diagnostics.
     public var jsonPath: JSONPath
     public var offset: Int
+    /// Set when a misspelt `exclude` (`"exlude": true`), which iOS ignores, leaves the component
+    /// doing the opposite of what it says: `aasa match` repeats it when the component decides.
+    public var note: String?
+    /// The variables the patterns were compiled with, to compile them again with other flags
+    /// when `aasa match` explains a miss.
+    var variables = SubstitutionVariables()
 }
 
 /// One entry of a legacy `paths` array: a path pattern, or an exclusion written `NOT pattern`.

@@ -216,9 +216,12 @@ struct DocumentReader {
             var compiled: [CompiledComponent] = []
             for (i, item) in list.enumerated() {
                 let itemPath = listPath.appending(i)
-                let own = readFields(item, path: itemPath, base: effectiveDefaults, variables: variables, isDefaults: false)
-                compiled.append(CompiledComponent(fields: own.merged(over: effectiveDefaults), variables: variables,
-                                                  jsonPath: itemPath, offset: item.offset))
+                var note: String?
+                let own = readFields(item, path: itemPath, base: effectiveDefaults, variables: variables, isDefaults: false, note: &note)
+                var component = CompiledComponent(fields: own.merged(over: effectiveDefaults), variables: variables,
+                                                  jsonPath: itemPath, offset: item.offset)
+                component.note = note
+                compiled.append(component)
             }
             rules = .components(compiled)
             if let paths {
@@ -287,12 +290,22 @@ struct DocumentReader {
     /// sets are checked with the flags in effect for it (its own over `base`).
     private mutating func readFields(_ value: JSONValue, path: JSONPath, base: ComponentFields,
                                      variables: SubstitutionVariables, isDefaults: Bool) -> ComponentFields {
+        var note: String?
+        return readFields(value, path: path, base: base, variables: variables, isDefaults: isDefaults, note: &note)
+    }
+
+    /// - Parameter note: set when a misspelt flag changes what the dictionary does (``nearMissNote``).
+    private mutating func readFields(_ value: JSONValue, path: JSONPath, base: ComponentFields,
+                                     variables: SubstitutionVariables, isDefaults: Bool, note: inout String?) -> ComponentFields {
         guard let members = value.effectiveMembers else {
             reportType(value, expected: "an object", path: path)
             return ComponentFields()
         }
         var fields = ComponentFields()
         var patterns: [(text: String, kind: PatternKind, offset: Int, path: JSONPath)] = []
+        // Reported once every key is read: whether a misspelt flag changes the meaning depends on
+        // the flag itself, which may come later.
+        var unknown: [JSONMember] = []
         for member in members {
             let keyPath = path.appending(member.key)
             let v = member.value
@@ -345,11 +358,18 @@ struct DocumentReader {
             case "comment":
                 if v.stringValue == nil { reportType(v, expected: "a string", path: keyPath) }
             default:
-                reportUnknownKey(member, known: DocumentReader.componentKeys,
-                                 in: isDefaults ? "defaults" : "a component", path: keyPath)
+                unknown.append(member)
             }
         }
         let effective = fields.merged(over: base)
+        for member in unknown {
+            let consequence = DocumentReader.nearMissNote(member, effective: effective, isDefaults: isDefaults)
+            if let consequence, !isDefaults {
+                note = "unknown key \(JSONWriter.message(member.key)) is ignored; did you mean \"exclude\"? \(consequence)"
+            }
+            sink.reportUnknownKey(member, known: DocumentReader.componentKeys, in: isDefaults ? "defaults" : "a component",
+                                  path: path.appending(member.key), consequence: consequence)
+        }
         for p in patterns {
             lintPattern(p.text, kind: p.kind, percentEncoded: effective.percentEncoded ?? true, at: p.offset, path: p.path)
             let (_, problems) = PatternToken.tokenize(p.text, variables: variables)
@@ -364,6 +384,23 @@ struct DocumentReader {
             }
         }
         return fields
+    }
+
+    /// What an ignored key near `exclude` (`"exlude": true`, `"Exclude": false`) does to the
+    /// dictionary: iOS ignores unknown keys (docs/aasa-reference.md §1.4), so the component keeps
+    /// the `exclude` its defaults give it, which may be the opposite of what was written. nil when
+    /// the key is not such a near miss, its value is not a bool, or the meaning is the same.
+    static func nearMissNote(_ member: JSONMember, effective: ComponentFields, isDefaults: Bool) -> String? {
+        guard KeySuggestion.closest(to: member.key, among: componentKeys) == "exclude",
+              let intended = member.value.boolValue, intended != (effective.exclude ?? false) else { return nil }
+        if isDefaults {
+            return intended
+                ? "the components under these defaults MATCH: without \"exclude\" they open the app"
+                : "the components under these defaults still BLOCK: without \"exclude\" they keep exclude: true from the defaults above"
+        }
+        return intended
+            ? "this component MATCHES: without \"exclude\" it opens the app"
+            : "this component still BLOCKS: without \"exclude\" it keeps exclude: true from its defaults"
     }
 
     // MARK: - Checks
@@ -401,7 +438,13 @@ struct DocumentReader {
         switch AppID.check(id) {
         case .valid: break
         case .lowercasePrefix:
-            report(.lowercaseAppIDPrefix, "app ID prefix in \(JSONWriter.message(id)) has lower-case letters; Team IDs are upper case", at: offset, path)
+            // What a device does with it is not documented (docs/aasa-reference.md §1.8): say so,
+            // and what this tool does, which is to compare app IDs exactly.
+            let prefix = id.prefix { $0 != "." }
+            let upper = prefix.uppercased() + id.dropFirst(prefix.count)
+            report(.lowercaseAppIDPrefix,
+                   "app ID prefix in \(JSONWriter.message(id)) has lower-case letters; Team IDs are upper case, and an app's own ID carries its Team ID that way. Whether iOS ignores case when it compares app IDs is not documented; aasa match and check compare them exactly, so this entry applies only to an app ID written the same way. Write \(JSONWriter.message(upper))",
+                   at: offset, path)
         case .invalid(let why):
             report(.invalidAppID, "invalid app ID \(JSONWriter.message(id)): \(why)", at: offset, path)
         }
@@ -446,5 +489,6 @@ extension CompiledComponent {
         }
         self.jsonPath = jsonPath
         self.offset = offset
+        self.variables = variables
     }
 }

@@ -81,12 +81,15 @@ struct DiagnosticSink {
 
     /// An unknown key, with the closest known one as a suggestion (every kind of file says it
     /// the same way).
-    mutating func reportUnknownKey(_ member: JSONMember, known: [String], in place: String, path: JSONPath) {
+    /// - Parameter consequence: what ignoring the key does, when it changes the meaning.
+    mutating func reportUnknownKey(_ member: JSONMember, known: [String], in place: String, path: JSONPath,
+                                   consequence: String? = nil) {
         guard hasRoom else { return report(.unknownKey, "", at: member.keyOffset, path: path) }
         var message = "unknown key \(JSONWriter.message(member.key)) in \(place) is ignored"
         if let suggestion = KeySuggestion.closest(to: member.key, among: known) {
             message += "; did you mean \(JSONWriter.message(suggestion))?"
         }
+        if let consequence { message += " " + consequence }
         report(.unknownKey, message, at: member.keyOffset, path: path)
     }
 

@@ -17,6 +17,19 @@ enum AssociationFileHandler {
         return nil
     }
 
+    /// The 404 body of a file that is there but refused: what a person with curl, or `aasa check`,
+    /// needs to tell it from a missing file, and the first reason. A refusal names only its code
+    /// (its message may hold a local path or errno text).
+    static func rejectedMessage(_ file: SiteFile) -> String {
+        var text = "this site's \(file.kind.fileName) has errors and is not served"
+        if let error = file.error {
+            text += "; first: \(error.line):\(error.column): \(error.message) [\(error.code.rawValue)]"
+        } else if let refusal = file.refusal {
+            text += "; the file was refused [\(refusal.code)]"
+        }
+        return text.escapingControlCharacters + "\n"
+    }
+
     static func isAssociationPath(_ path: String) -> Bool {
         kind(of: path) != nil
     }
@@ -48,7 +61,7 @@ enum AssociationFileHandler {
             return .message(.notFound, "not found\n", request: request, site: label, file: file)
         }
         guard let served = siteFile.served else {
-            return .message(.notFound, "this site's \(kind.fileName) has errors and is not served\n", request: request, site: label, file: file)
+            return .message(.notFound, rejectedMessage(siteFile), request: request, site: label, file: file)
         }
         if served.isNotModified(ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince) {
             return Response(head: served.notModifiedHead, body: [], sendsBody: false, siteLabel: label, file: file)

@@ -152,6 +152,21 @@ let aasaRules: [Rule] = [
             .diagnostics.contains { $0.message.contains("\"appIDs\"") })
     }
 
+    @Test func aMisspeltExcludeSaysWhatTheComponentNowDoesAtItsWarningSeverity() throws {
+        let opens = AASAFile(withComponents(#"{"/": "/private/*", "exlude": true}"#))
+        let d = try #require(opens.diagnostics.first { $0.code == .unknownKey })
+        #expect(d.severity == .warning)
+        #expect(d.message == #"unknown key "exlude" in a component is ignored; did you mean "exclude"? this component MATCHES: without "exclude" it opens the app"#)
+        // Under defaults that exclude, a misspelt "exclude": false leaves the component blocking.
+        let blocks = AASAFile(#"{"applinks": {"defaults": {"exclude": true}, "details": [{"appIDs": ["\#(a)"], "components": [{"/": "/a", "Exclude": false}]}]}}"#)
+        #expect(blocks.diagnostics.contains { $0.message.hasSuffix(#"this component still BLOCKS: without "exclude" it keeps exclude: true from its defaults"#) })
+        // The same meaning either way (false is the default; or the real key is there too): no note.
+        #expect(AASAFile(withComponents(#"{"/": "/a", "exlude": false}"#)).diagnostics.allSatisfy { !$0.message.contains("MATCHES") && !$0.message.contains("BLOCKS") })
+        #expect(AASAFile(withComponents(#"{"/": "/a", "exlude": true, "exclude": true}"#)).diagnostics.allSatisfy { !$0.message.contains("MATCHES") })
+        // A near miss of another key says nothing more.
+        #expect(AASAFile(withComponents(#"{"casesensitive": false}"#)).diagnostics.first?.message.hasSuffix("did you mean \"caseSensitive\"?") == true)
+    }
+
     @Test func unreachableComponentsAreFoundOnlyWhenTrulyCovered() {
         #expect(codes(withComponents(#"{}, {"/": "/a"}"#)).contains(.unreachableComponent))
         #expect(codes(withComponents(#"{"/": "*"}, {"/": "/a"}"#)).contains(.unreachableComponent))
