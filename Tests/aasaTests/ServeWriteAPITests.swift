@@ -248,3 +248,114 @@ final class Guarded<Value>: @unchecked Sendable {
         return body(&value)
     }
 }
+
+@Suite struct ServeWriteAPICertificateTests {
+    /// A leaf for `host` signed by the test CA, as PEM chain and key.
+    static func leaf(_ host: String, in dir: URL) throws -> (chain: String, key: String) {
+        let ca = TestCertificates.directory.path
+        let script = """
+        set -e
+        cd '\(dir.path)'
+        openssl ecparam -name prime256v1 -genkey -noout -out leaf.key
+        openssl req -new -key leaf.key -subj "/CN=\(host)" -out leaf.csr 2>/dev/null
+        printf 'subjectAltName=DNS:\(host)\\nbasicConstraints=critical,CA:FALSE\\n' > leaf.ext
+        openssl x509 -req -in leaf.csr -CA '\(ca)/ca.pem' -CAkey '\(ca)/ca.key' -CAcreateserial -days 5 -sha256 -extfile leaf.ext -out leaf.crt 2>/dev/null
+        cat '\(ca)/ca.pem' >> leaf.crt
+        """
+        let r = try Shell.run("/bin/bash", ["-c", script])
+        guard r.status == 0 else { throw HarnessError(description: r.stderr) }
+        return (try String(contentsOf: dir.appendingPathComponent("leaf.crt"), encoding: .utf8),
+                try String(contentsOf: dir.appendingPathComponent("leaf.key"), encoding: .utf8))
+    }
+
+    static func body(chain: String, key: String) throws -> [UInt8] {
+        Array(try JSONSerialization.data(withJSONObject: ["certificate": chain, "key": key]))
+    }
+
+    /// The subject a handshake with SNI `host` is given.
+    static func presented(_ server: ServerProcess, _ host: String) throws -> String {
+        try Shell.run("/bin/bash", ["-c", "openssl s_client -connect 127.0.0.1:\(server.https) -servername \(host) </dev/null 2>/dev/null | openssl x509 -noout -subject"]).stdout
+    }
+
+    @Test func aCertificatePutIsUsedByTheNextHandshakeAndItsKeyNeverLeaves() throws {
+        let server = try ServeWriteAPITests.server()
+        let dir = try TemporaryDirectory()
+        let (chain, key) = try Self.leaf("api.example.com", in: dir.url)
+        #expect(!(try Self.presented(server, "api.example.com")).contains("api.example.com"))
+        let r = try ServeWriteAPITests.call(server, "PUT", "/certificates/api", body: try Self.body(chain: chain, key: key))
+        #expect(RawHTTP.status(r) == 201, "\(r)")
+        let answer = try ServeWriteAPITests.json(r)
+        #expect(answer["name"] as? String == "api" && answer["dnsNames"] as? [String] == ["api.example.com"])
+        #expect((answer["notAfter"] as? String)?.hasSuffix("Z") == true)
+        #expect((try Self.presented(server, "api.example.com")).contains("CN = api.example.com"))
+        // Stored as a Kubernetes TLS Secret's layout, the key readable by its owner only.
+        var st = stat()
+        #expect(stat(server.certs.appendingPathComponent("api/tls.key").path, &st) == 0 && st.st_mode & 0o777 == 0o600)
+        let got = try ServeWriteAPITests.call(server, "GET", "/certificates/api")
+        let gotJSON = try ServeWriteAPITests.json(got)
+        #expect(gotJSON["certificate"] as? String == chain && gotJSON["key"] == nil && !got.contains("PRIVATE KEY"))
+        #expect(gotJSON["dnsNames"] as? [String] == ["api.example.com"])
+        #expect(RawHTTP.status(try ServeWriteAPITests.call(server, "PUT", "/certificates/api", body: try Self.body(chain: chain, key: key))) == 200)
+        #expect(server.waitForLog("api: PUT certificate api by backend: 201"))
+        #expect(!server.log.contains("PRIVATE KEY"))
+        #expect(RawHTTP.status(try ServeWriteAPITests.call(server, "DELETE", "/certificates/api")) == 204)
+        #expect(!(try Self.presented(server, "api.example.com")).contains("api.example.com"))
+        #expect(RawHTTP.status(try ServeWriteAPITests.call(server, "GET", "/certificates/api")) == 404)
+        #expect(RawHTTP.status(try ServeWriteAPITests.call(server, "DELETE", "/certificates/api")) == 404)
+    }
+
+    @Test func aCertificateThatWouldNotServeIsRefusedSayingWhy() throws {
+        let server = try ServeWriteAPITests.server()
+        let dir = try TemporaryDirectory()
+        let (chain, _) = try Self.leaf("api.example.com", in: dir.url)
+        let otherKey = try String(contentsOf: TestCertificates.directory.appendingPathComponent("sites.key"), encoding: .utf8)
+        func put(_ body: [UInt8]) throws -> (Int, String) {
+            let r = try ServeWriteAPITests.call(server, "PUT", "/certificates/api", body: body)
+            return (RawHTTP.status(r) ?? 0, (try? ServeWriteAPITests.json(r)["error"] as? String) ?? "")
+        }
+        let mismatched = try put(try Self.body(chain: chain, key: otherKey))
+        #expect(mismatched.0 == 422 && mismatched.1.contains("does not belong"), "\(mismatched)")
+        let malformed = try put(try Self.body(chain: "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", key: otherKey))
+        #expect(malformed.0 == 422 && malformed.1.contains("does not parse"), "\(malformed)")
+        let noChain = try put(try Self.body(chain: "hello", key: otherKey))
+        #expect(noChain.0 == 422, "\(noChain)")
+        #expect(try put(Array("not json".utf8)).0 == 400)
+        #expect(try put(Array(#"{"certificate": 1, "key": "k"}"#.utf8)).0 == 400)
+        // An expired leaf (made with Python's cryptography: openssl cannot date one in the past).
+        let script = """
+        import datetime
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old.example.com")])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(1).not_valid_before(now - datetime.timedelta(days=10)).not_valid_after(now - datetime.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName("old.example.com")]), critical=False)
+                .sign(key, hashes.SHA256()))
+        print(cert.public_bytes(serialization.Encoding.PEM).decode() + "\\n" + key.private_bytes(serialization.Encoding.PEM,
+              serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode())
+        """
+        let made = try Shell.run("/usr/bin/env", ["python3", "-c", script])
+        let parts = made.stdout.components(separatedBy: "-----BEGIN PRIVATE KEY-----")
+        try #require(parts.count == 2, "\(made.stderr)")
+        let expired = try put(try Self.body(chain: parts[0], key: "-----BEGIN PRIVATE KEY-----" + parts[1]))
+        #expect(expired.0 == 422 && expired.1.contains("expired"), "\(expired)")
+        // Nothing was stored.
+        #expect(!FileManager.default.fileExists(atPath: server.certs.appendingPathComponent("api").path))
+        #expect(RawHTTP.status(try ServeWriteAPITests.call(server, "PUT", "/certificates/\(String(repeating: "a", count: 201))", body: [])) == 400)
+    }
+
+    @Test func aSecondReplicaOnTheSameFoldersServesAWriteThroughItsWatch() throws {
+        let first = try ServeWriteAPITests.server()
+        // The second replica reads the first one's folders as they are.
+        let second = try ServerProcess(reuse: first.directory)
+        let put = try ServeWriteAPITests.put(first, "shared.example.com", appFile("/shared"))
+        #expect(RawHTTP.status(put) == 201)
+        #expect(ServerProcess.waitFor(timeout: 5) { try ServeWriteAPITests.served(second, "shared.example.com").body == appFile("/shared") })
+        #expect(RawHTTP.status(try ServeWriteAPITests.call(first, "DELETE", "/sites/shared.example.com")) == 204)
+        #expect(ServerProcess.waitFor(timeout: 5) { try ServeWriteAPITests.served(second, "shared.example.com").status == 404 })
+    }
+}

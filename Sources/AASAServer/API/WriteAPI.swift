@@ -275,7 +275,7 @@ final class WriteAPI: Sendable {
                     return WriteAPI.json(.preconditionFailed, error: "the stored certificate is not the one If-Match names", request: request)
                 }
             }
-            if request.ifNoneMatch.map { WriteAPI.trimmedField(Substring($0)) } == "*", existing != nil {
+            if request.ifNoneMatch.map({ WriteAPI.trimmedField(Substring($0)) }) == "*", existing != nil {
                 return WriteAPI.json(.preconditionFailed, error: "certificate \(name) exists (If-None-Match: *)", request: request)
             }
             publisher.reload(try store.putCertificate(name, chain: chain, key: key))
