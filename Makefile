@@ -15,8 +15,8 @@ FUZZ_TIME  ?= 30
 
 # System packages, installed with apt when missing: what the build needs, and what the tests
 # talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME).
-BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
-TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble \
+BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
+TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql \
                   systemd man-db groff-base zsh fish
 
 .PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check

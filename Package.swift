@@ -35,6 +35,12 @@ let package = Package(
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]
         ),
+        // The system libpq, PostgreSQL's own C client, for the PostgreSQL store (docs/replicas.md).
+        .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // The layers of the server and the client (docs/architecture.md). Each target sees only
         // the targets below it, so the arrows between layers are the compiler's to enforce.
         // Transport: system calls, sockets, the TLS streams and certificates, the log streams.
@@ -59,8 +65,14 @@ let package = Package(
         // mode, the CDN watch, ACME scheduling.
         .target(
             name: "AASAServer",
-            dependencies: ["AASACore", "AASAHTTP", "AASATransport", "AASASessions", "AASAClient", "CLinux", "COpenSSL"],
+            dependencies: ["AASACore", "AASAHTTP", "AASATransport", "AASASessions", "AASAClient", "AASAPostgres", "CLinux", "COpenSSL"],
             swiftSettings: serverSettings
+        ),
+        // The PostgreSQL client the store speaks through: a connection, parameters and results,
+        // notifications. Knows nothing of sites.
+        .target(
+            name: "AASAPostgres",
+            dependencies: ["CPostgres"]
         ),
         // The commands that do not serve (validate, match, check, entitlements): they build
         // without the server.
