@@ -21,14 +21,25 @@ package struct ValidationReport {
     package var warningCount: Int { files.reduce(0) { $0 + $1.file.warningCount } }
 
     /// `N errors, M warnings in K files`, plural whatever the counts: scripts read this line.
-    package var summary: String { "\(errorCount) errors, \(warningCount) warnings in \(files.count) files\n" }
+    package var summary: String { ValidationReport.summary(errors: errorCount, warnings: warningCount, files: files.count) }
+
+    /// The summary line for counts found elsewhere (`aasa site put` prints the server's findings).
+    static package func summary(errors: Int, warnings: Int, files: Int) -> String {
+        "\(errors) errors, \(warnings) warnings in \(files) files\n"
+    }
+
+    /// One finding, compiler style, for a finding this report holds or one a server listed.
+    static package func line(path: String, line: Int, column: Int, severity: String, message: String, code: String) -> String {
+        "\(path):\(line):\(column): \(severity): \(message) [\(code)]\n"
+    }
 
     /// Compiler style, `PATH:LINE:COLUMN: error|warning: MESSAGE [CODE]`, then the summary.
     package func text() -> String {
         var text = ""
         for entry in files {
             for d in entry.shown {
-                text += "\(entry.path):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n"
+                text += ValidationReport.line(path: entry.path, line: d.line, column: d.column, severity: d.severity.rawValue,
+                                              message: d.message, code: d.code.rawValue)
             }
             if entry.notShown > 0 {
                 text += "\(entry.path): note: \(entry.notShown) more findings not shown\n"
