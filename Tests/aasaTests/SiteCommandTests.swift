@@ -231,6 +231,24 @@ private let unauthorized = answer("401 Unauthorized", #"{"error":"a valid Author
         #expect(api.requests.last?.hasPrefix("GET /status?limit=250&after=%2A.example.org HTTP/1.1\r\n") == true)
     }
 
+    @Test func lsListsARealServersSitesAcrossPagesWithEachFilesState() throws {
+        var sites: [String: String] = ["*.example.org": wildcardOrg, "bad.example.com": #"{"applinks": "#]
+        for i in 0..<300 { sites["s\(String(format: "%03d", i)).example.net"] = exampleCom }
+        let server = try ServerProcess(sites: sites) { config in
+            try #"[{"relation": "#.write(to: config.appendingPathComponent("s007.example.net/assetlinks.json"), atomically: true, encoding: .utf8)
+        }
+        let r = try AASABinary.run(["site", "ls", "--admin", "127.0.0.1:\(server.admin)"], environment: ["AASA_TOKEN_FILE": ""], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 302)
+        #expect(lines.first == "*.example.org serving apple-app-site-association=serving")
+        #expect(lines.contains("bad.example.com rejected apple-app-site-association=rejected"))
+        #expect(lines.contains("s007.example.net serving apple-app-site-association=serving assetlinks.json=rejected"))
+        #expect(lines.last == "s299.example.net serving apple-app-site-association=serving")
+        let rejected = try AASABinary.run(["site", "ls", "--state", "rejected", "--admin", "127.0.0.1:\(server.admin)"], timeout: 60)
+        #expect(rejected.stdout == "bad.example.com rejected apple-app-site-association=rejected\n")
+    }
+
     @Test func aServerThatCannotBeReachedIsExitTwo() throws {
         let dir = try TemporaryDirectory()
         let token = try tokenFile(dir)
