@@ -99,9 +99,11 @@ struct AdminOptions: ParsableArguments {
 /// What the subcommands share: reading HOST, FILE and `--if-match`, and reporting an answer
 /// that says no or no answer at all.
 extension SiteCommand {
-    /// No HTTP answer: the server cannot be reached. Exit 2, as for bad usage: nothing was decided.
+    /// No HTTP answer: the server cannot be reached, or its answer broke off. Exit 2, as for bad
+    /// usage: the caller learned nothing the server decided.
     static func unreachable(_ command: String, _ client: AdminClient, _ error: HTTPClientError) -> ExitCode {
-        FileHandleOutput.standardError.write("aasa site \(command): cannot reach the admin listener at \(client.base): \(error.message.escapingControlCharacters)\n")
+        let what = error.phase == .response && !error.isTimeout ? "no complete answer from" : "cannot reach"
+        FileHandleOutput.standardError.write("aasa site \(command): \(what) the admin listener at \(client.base): \(error.message.escapingControlCharacters)\n")
         return ExitCode(2)
     }
 

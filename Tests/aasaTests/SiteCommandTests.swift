@@ -264,7 +264,13 @@ private let unauthorized = answer("401 Unauthorized", #"{"error":"a valid Author
         let silent = try ScriptedServer(silent: true)
         let hung = try AASABinary.run(["site", "get", "example.com", "--admin", "127.0.0.1:\(silent.port)", "--timeout", "0.5"], timeout: 60)
         #expect(hung.status == 2)
-        #expect(hung.stderr.contains("no response within 0.5 s"), "\(hung.stderr)")
+        #expect(hung.stderr.contains("cannot reach the admin listener at http://127.0.0.1:\(silent.port): no response within 0.5 s"), "\(hung.stderr)")
+        // An answer cut short is no answer either.
+        let cut = try ScriptedServer(fallback: Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"ab".utf8))
+        let broken = try AASABinary.run(["site", "get", "example.com", "--admin", "127.0.0.1:\(cut.port)"], timeout: 60)
+        #expect(broken.status == 2)
+        #expect(broken.stdout.isEmpty)
+        #expect(broken.stderr.hasPrefix("aasa site get: no complete answer from the admin listener at http://127.0.0.1:\(cut.port): "), "\(broken.stderr)")
     }
 
     @Test func badUsageIsExitTwoAndSendsNothing() throws {
