@@ -50,7 +50,8 @@ let package = Package(
             dependencies: ["AASACore", "AASAHTTP"],
             swiftSettings: serverSettings
         ),
-        // Client: the HTTPS client, `check`, the ACME protocol client, provisioning profiles.
+        // Client: the HTTPS client, `check`, the ACME protocol client, provisioning profiles, the
+        // admin API client of `site`.
         .target(
             name: "AASAClient",
             dependencies: ["AASACore", "AASAHTTP", "AASATransport", "CLinux", "COpenSSL"]
@@ -62,7 +63,7 @@ let package = Package(
             dependencies: ["AASACore", "AASAHTTP", "AASATransport", "AASASessions", "AASAClient", "CLinux", "COpenSSL"],
             swiftSettings: serverSettings
         ),
-        // The commands that do not serve (validate, match, check, entitlements): they build
+        // The commands that do not serve (validate, match, check, entitlements, site): they build
         // without the server.
         .target(
             name: "AASACommands",
