@@ -56,7 +56,8 @@ let package = Package(
             dependencies: ["AASACore", "AASAHTTP"],
             swiftSettings: serverSettings
         ),
-        // Client: the HTTPS client, `check`, the ACME protocol client, provisioning profiles.
+        // Client: the HTTPS client, `check`, the ACME protocol client, provisioning profiles, the
+        // admin API client of `site`.
         .target(
             name: "AASAClient",
             dependencies: ["AASACore", "AASAHTTP", "AASATransport", "CLinux", "COpenSSL"]
@@ -74,7 +75,7 @@ let package = Package(
             name: "AASAPostgres",
             dependencies: ["CPostgres"]
         ),
-        // The commands that do not serve (validate, match, check, entitlements): they build
+        // The commands that do not serve (validate, match, check, entitlements, site): they build
         // without the server.
         .target(
             name: "AASACommands",

@@ -10,4 +10,5 @@ package struct FileHandleOutput {
     package static let standardError = FileHandleOutput(fd: 2)
 
     package func write(_ text: String) { ConsoleOutput.write(text, to: fd) }
+    package func write(_ bytes: [UInt8]) { ConsoleOutput.write(bytes, to: fd) }
 }

@@ -37,10 +37,26 @@ package struct ValidationReport {
     /// messages on stderr are the whole answer.
     package var summary: String {
         if files.isEmpty && unread > 0 { return "" }
-        var line = "\(counted(errorCount, "error")), \(counted(warningCount, "warning")) in \(counted(files.count, "file"))"
+        var line = ValidationReport.summaryCounts(errors: errorCount, warnings: warningCount, files: files.count)
         if strict && warningCount > 0 { line += " (--strict: warnings count as errors)" }
         if unread > 0 { line += "; \(counted(unread, "path")) not read" }
         return line + "\n"
+    }
+
+    /// `1 error, 2 warnings in 1 file`, for counts found elsewhere too (`aasa site put` prints
+    /// the server's findings).
+    static package func summaryCounts(errors: Int, warnings: Int, files: Int) -> String {
+        "\(counted(errors, "error")), \(counted(warnings, "warning")) in \(counted(files, "file"))"
+    }
+
+    /// The summary line for counts found elsewhere.
+    static package func summary(errors: Int, warnings: Int, files: Int) -> String {
+        summaryCounts(errors: errors, warnings: warnings, files: files) + "\n"
+    }
+
+    /// One finding, compiler style, for a finding this report holds or one a server listed.
+    static package func line(path: String, line: Int, column: Int, severity: String, message: String, code: String) -> String {
+        "\(path):\(line):\(column): \(severity): \(message) [\(code)]\n"
     }
 
     /// Compiler style, `PATH:LINE:COLUMN: error|warning: MESSAGE [CODE]`, then the summary.
@@ -48,7 +64,8 @@ package struct ValidationReport {
         var text = ""
         for entry in files {
             for d in entry.shown {
-                text += "\(entry.path):\(d.line):\(d.column): \(d.severity.rawValue): \(d.message) [\(d.code.rawValue)]\n"
+                text += ValidationReport.line(path: entry.path, line: d.line, column: d.column, severity: d.severity.rawValue,
+                                              message: d.message, code: d.code.rawValue)
             }
             if entry.notShown > 0 {
                 text += "\(entry.path): note: \(counted(entry.notShown, "more finding", "more findings")) not shown\n"

@@ -14,7 +14,7 @@ struct AASA: ParsableCommand {
         commandName: "aasa",
         abstract: "Host, validate and test apple-app-site-association files.",
         version: aasaVersion,
-        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, EntitlementsCommand.self, HealthCommand.self, DevCertsCommand.self]
+        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, EntitlementsCommand.self, SiteCommand.self, HealthCommand.self, DevCertsCommand.self]
     )
 
     /// Every command exits 2 for bad usage (docs/validation.md, docs/check.md). ArgumentParser uses
@@ -35,9 +35,8 @@ struct AASA: ParsableCommand {
             // A usage error found while running (a bad URL, a bad --https address) belongs to the
             // subcommand that was parsed: show its usage, not the list of subcommands.
             if let parsed, parsed != AASA.self, let validation = error as? ValidationError {
-                let name = parsed.configuration.commandName ?? ""
                 message = "Error: \(validation.message)\nUsage: " + usageString(for: parsed)
-                    + "\n  See 'aasa \(name) --help' for more information."
+                    + "\n  See '\(commandPath(to: parsed).joined(separator: " ")) --help' for more information."
             }
             if !message.isEmpty {
                 FileHandleOutput.standardError.write(message + "\n")
@@ -45,6 +44,17 @@ struct AASA: ParsableCommand {
             Glibc.exit(code.rawValue == 64 ? 2 : code.rawValue)
         }
     }
+}
+
+/// The names from `aasa` down to `command` (`aasa site put`), found in the tree of subcommands.
+func commandPath(to command: ParsableCommand.Type, from root: ParsableCommand.Type = AASA.self) -> [String] {
+    let name = root.configuration.commandName ?? ""
+    if command == root { return [name] }
+    for sub in root.configuration.subcommands {
+        let path = commandPath(to: command, from: sub)
+        if !path.isEmpty { return [name] + path }
+    }
+    return []
 }
 
 /// Descriptors 0, 1 and 2 the process was started without (`aasa serve >&- 2>&-`, a careless

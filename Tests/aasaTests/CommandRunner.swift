@@ -19,10 +19,13 @@ enum AASABinary {
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// - Parameter environment: variables set (or, with an empty value, set empty) on top of ours.
+    /// - Parameters:
+    ///   - environment: variables set (or, with an empty value, set empty) on top of ours.
+    ///   - input: written to the command's standard input (empty when nil).
     static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
-                    timeout: Double = 300) throws -> CommandResult {
-        try runCommand(url, arguments, directory: directory ?? packageRoot, environment: environment, timeout: timeout)
+                    input: String? = nil, timeout: Double = 300) throws -> CommandResult {
+        try runCommand(url, arguments, input: input.map { Data($0.utf8) }, directory: directory ?? packageRoot,
+                       environment: environment, timeout: timeout)
     }
 }
 

@@ -10,7 +10,8 @@ import Glibc
 final class ScriptedServer: @unchecked Sendable {
     let port: Int
     private let fd: Int32
-    /// The bytes sent back for a request head (all of it, up to the blank line).
+    /// The bytes sent back for a request: its head up to the blank line, and its body when
+    /// Content-Length announces one.
     private let reply: @Sendable ([UInt8]) -> [UInt8]
     private let silent: Bool
     private let lock = NSLock()
@@ -61,7 +62,7 @@ final class ScriptedServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// The request lines received, in order.
+    /// The requests received (head and body), in order.
     var requests: [String] {
         lock.lock()
         defer { lock.unlock() }
@@ -106,10 +107,21 @@ final class ScriptedServer: @unchecked Sendable {
         setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while request.count < 65536, !request.ends(with: Array("\r\n\r\n".utf8)) {
+        var headEnd: Int?
+        while request.count < 65536, headEnd == nil {
             let n = recv(client, &buffer, buffer.count, 0)
             if n <= 0 { return }
             request.append(contentsOf: buffer[0..<n])
+            headEnd = request.endOfHead
+        }
+        // A body (`aasa site put`'s file) is read whole, as far as Content-Length says.
+        if let headEnd {
+            let length = min(request.contentLength(headEnd: headEnd), 16 * 1024 * 1024)
+            while request.count < headEnd + length {
+                let n = recv(client, &buffer, buffer.count, 0)
+                if n <= 0 { return }
+                request.append(contentsOf: buffer[0..<n])
+            }
         }
         lock.lock()
         requestLog.append(String(decoding: request, as: UTF8.self))
@@ -125,7 +137,21 @@ final class ScriptedServer: @unchecked Sendable {
 }
 
 extension Array where Element == UInt8 {
-    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+    /// The offset just past the blank line that ends a request head, nil until it has come.
+    fileprivate var endOfHead: Int? {
+        guard count >= 4 else { return nil }
+        for i in 0...(count - 4) where self[i] == 13 && self[i + 1] == 10 && self[i + 2] == 13 && self[i + 3] == 10 { return i + 4 }
+        return nil
+    }
+
+    /// The head's Content-Length, 0 when it has none.
+    fileprivate func contentLength(headEnd: Int) -> Int {
+        let head = String(decoding: self[..<headEnd], as: UTF8.self)
+        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        return 0
+    }
 }
 
 /// haproxy terminating TLS in TCP mode in front of a ``ScriptedServer``: an HTTPS origin that
