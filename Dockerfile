@@ -7,8 +7,8 @@ ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 FROM ${BUILDER_IMAGE} AS build
 # Debian stable's packages are not pinned: their versions only change for security fixes.
 # hadolint ignore=DL3008
-RUN if ! dpkg-query -W libssl-dev libnghttp2-dev >/dev/null 2>&1; then \
-      apt-get update && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev \
+RUN if ! dpkg-query -W libssl-dev libnghttp2-dev libpq-dev >/dev/null 2>&1; then \
+      apt-get update && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev libpq-dev \
       && rm -rf /var/lib/apt/lists/*; \
     fi
 WORKDIR /src
@@ -24,7 +24,7 @@ RUN swift build -c release --static-swift-stdlib --product aasa \
 FROM ${RUNTIME_IMAGE}
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 ca-certificates \
+    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 libpq5 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 aasa \
     && useradd --system --uid 10001 --gid aasa --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin aasa \

@@ -12,6 +12,12 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     public var connectionLost: Bool
 
     public var description: String { message }
+
+    public init(message: String, state: String? = nil, connectionLost: Bool) {
+        self.message = message
+        self.state = state
+        self.connectionLost = connectionLost
+    }
 }
 
 /// One statement's rows, as the server sent them in binary format: `bytea` as its bytes,
@@ -53,10 +59,12 @@ public final class PostgresConnection {
         let made = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
         guard let made else { throw PostgresError(message: "out of memory", connectionLost: true) }
         connection = made
+        // Notices (`relation already exists, skipping`) are not errors: libpq would print them
+        // on stderr, mixed into the server's log.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         guard PQstatus(connection) == CONNECTION_OK else {
-            let message = PostgresConnection.trimmed(PQerrorMessage(connection))
-            PQfinish(connection)
-            throw PostgresError(message: message, connectionLost: true)
+            // Thrown once every property is set: deinit runs and finishes the connection.
+            throw PostgresError(message: PostgresConnection.trimmed(PQerrorMessage(connection)), connectionLost: true)
         }
     }
 
@@ -164,10 +172,13 @@ private func withPointers<R>(_ buffers: [[UInt8]?], _ body: (UnsafePointer<Unsaf
     // Copies that live until the call returns (libpq reads them during PQexecParams only).
     let copies: [UnsafeMutablePointer<CChar>?] = buffers.map { buffer in
         guard let buffer else { return nil }
-        let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, buffer.count))
+        // One byte more, a NUL: libpq reads a text-format parameter up to its terminator (the
+        // length it is given counts for binary ones only).
+        let p = UnsafeMutablePointer<CChar>.allocate(capacity: buffer.count + 1)
         buffer.withUnsafeBytes { raw in
             if raw.count > 0 { UnsafeMutableRawPointer(p).copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
         }
+        p[buffer.count] = 0
         return p
     }
     defer { for p in copies { p?.deallocate() } }

@@ -122,6 +122,10 @@ struct ServeCommand: ParsableCommand {
             help: "Turn on the write API on the admin listener: a file of bearer tokens, NAME:TOKEN or TOKEN, one a line (docs/platforms.md).")
     var adminTokenFile: String?
 
+    @Option(name: .customLong("store"),
+            help: "postgres://… (libpq URI): sites and certificates in PostgreSQL, shared by replicas, instead of --config and --certs (docs/replicas.md).")
+    var store: String?
+
     /// `--admin` values that mean "no admin listener" (also understood by `aasa health`).
     static let adminOff: Set<String> = ["off", "none", ""]
 
@@ -129,9 +133,19 @@ struct ServeCommand: ParsableCommand {
         let env = Environment()
         var c = ServerConfiguration()
         let dev = self.dev || env.flag("AASA_DEV")
-        c.configDirectory = config ?? env["AASA_CONFIG"] ?? "./config"
+        c.storeURL = store ?? env["AASA_STORE"]
+        if c.storeURL != nil {
+            // The store replaces both folders (docs/replicas.md); AASA_CONFIG and AASA_CERTS, which
+            // the container image sets, are then ignored.
+            guard config == nil, certs == nil else {
+                throw ValidationError("--store replaces --config and --certs: give one or the other")
+            }
+            guard !dev else { throw ValidationError("--store and --dev cannot be used together") }
+        }
+        c.configDirectory = config ?? (c.storeURL == nil ? env["AASA_CONFIG"] : nil) ?? "./config"
         while c.configDirectory.count > 1 && c.configDirectory.hasSuffix("/") { c.configDirectory.removeLast() }
-        c.certsDirectory = certs ?? env["AASA_CERTS"] ?? (dev ? "certs-dev" : nil)
+        // With the store, both are its local copy, made at start.
+        c.certsDirectory = c.storeURL != nil ? "" : certs ?? env["AASA_CERTS"] ?? (dev ? "certs-dev" : nil)
         c.defaultCertificate = defaultCert ?? env["AASA_DEFAULT_CERT"]
 
         let httpsList = https.isEmpty ? env.list("AASA_HTTPS") : https

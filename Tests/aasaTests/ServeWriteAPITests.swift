@@ -17,10 +17,11 @@ private func appFile(_ path: String) -> String {
 
     /// A server with the API on (token `backend:TOKEN`).
     static func server(sites: [String: String] = ["example.com": exampleCom], extra: [String] = [],
-                       launcher: [String] = [], reuse: TemporaryDirectory? = nil) throws -> ServerProcess {
+                       launcher: [String] = [], reuse: TemporaryDirectory? = nil, store: String? = nil) throws -> ServerProcess {
         let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-tokens-\(UUID().uuidString)")
         try "# the platform's backend\nbackend:\(token)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        return try ServerProcess(sites: sites, extraArguments: ["--admin-token-file", tokens.path] + extra, launcher: launcher, reuse: reuse)
+        return try ServerProcess(sites: sites, extraArguments: ["--admin-token-file", tokens.path] + extra, launcher: launcher, reuse: reuse,
+                                 store: store)
     }
 
     /// One request to the admin listener: status, headers and body as text.

@@ -75,7 +75,8 @@ final class ServerProcess {
     init(sites: [String: String] = ["example.com": exampleCom, "www.example.com": wwwExampleCom, "*.example.org": wildcardOrg],
          extraArguments: [String] = [], workers: Int = 2, ports: Ports = Ports(), dev: Bool = false,
          readsAccessLog: Bool = true, launcher: [String] = [], prepare: (URL) throws -> Void = { _ in },
-         certificates: Bool = true, environment: [String: String] = [:], reuse: TemporaryDirectory? = nil) throws {
+         certificates: Bool = true, environment: [String: String] = [:], reuse: TemporaryDirectory? = nil,
+         store: String? = nil) throws {
         directory = try reuse ?? TemporaryDirectory()
         config = directory.url.appendingPathComponent("config")
         certs = directory.url.appendingPathComponent("certs")
@@ -95,7 +96,9 @@ final class ServerProcess {
         }
 
         try prepare(config)
-        let arguments = ["serve", "--config", config.path, "--certs", certs.path,
+        // With a store, its rows replace both folders (the folders are made all the same, unused).
+        let sources = store.map { ["--store", $0] } ?? ["--config", config.path, "--certs", certs.path]
+        let arguments = ["serve"] + sources + [
                          "--https", "127.0.0.1:\(ports.https)", "--http", "127.0.0.1:\(ports.http)", "--admin", "127.0.0.1:\(ports.admin)",
                          "--workers", "\(workers)"] + (dev ? ["--dev"] : []) + extraArguments
         if let command = launcher.first {

@@ -117,7 +117,7 @@ private let unauthorized = answer("401 Unauthorized", #"{"error":"a valid Author
         let file = try dir.write("broken.json", broken)
         let validate = try AASABinary.run(["validate", file])
         #expect(validate.status == 1)
-        #expect(validate.stdout.contains(": error: ") && validate.stdout.contains(": warning: ") && validate.stdout.hasSuffix(" in 1 files\n"))
+        #expect(validate.stdout.contains(": error: ") && validate.stdout.contains(": warning: ") && validate.stdout.hasSuffix(" in 1 file\n"))
         let validateJSON = try AASABinary.run(["validate", "--format", "json", file])
         let files = try #require(try validateJSON.json()["files"] as? [[String: Any]])
         let diagnostics = try JSONSerialization.data(withJSONObject: try #require(files.first?["diagnostics"]))

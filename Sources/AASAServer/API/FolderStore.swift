@@ -12,6 +12,18 @@ import Glibc
 struct FolderStore: SiteStore {
     let configDirectory: String
     let certsDirectory: String?
+    /// False for a copy that can be made again (the PostgreSQL store's local copy): no fsync.
+    var durable = true
+
+    init(configDirectory: String, certsDirectory: String?, durable: Bool = true) {
+        self.configDirectory = configDirectory
+        self.certsDirectory = certsDirectory
+        self.durable = durable
+    }
+
+    /// One replica's writes are already one at a time (the write API's lock); a folder has no
+    /// transaction to give.
+    func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R { try body() }
 
     /// `tls.crt` and `tls.key` in a folder named after the certificate: the layout of a
     /// Kubernetes TLS Secret, which the loader reads (docs/serving.md, "Certificates").
@@ -26,8 +38,8 @@ struct FolderStore: SiteStore {
 
     func putFile(_ site: SiteName, _ kind: AssociationFileKind, _ bytes: [UInt8]) throws(StoreError) -> ReloadScope {
         let folder = folder(site)
-        try FolderStore.makeFolder(folder, in: configDirectory)
-        try FolderStore.writeDurably(bytes, to: kind.fileName, in: folder, mode: 0o644)
+        try FolderStore.makeFolder(folder, in: configDirectory, durable: durable)
+        try FolderStore.writeDurably(bytes, to: kind.fileName, in: folder, mode: 0o644, durable: durable)
         return ReloadScope(sites: [site.description])
     }
 
@@ -57,11 +69,11 @@ struct FolderStore: SiteStore {
     func putCertificate(_ name: String, chain: String, key: String) throws(StoreError) -> ReloadScope {
         guard let certs = certsDirectory else { throw StoreError(message: "no --certs folder to write certificates to") }
         let folder = certs + "/" + name
-        try FolderStore.makeFolder(folder, in: certs)
+        try FolderStore.makeFolder(folder, in: certs, durable: durable)
         // The key first: the loader reads the pair once the chain appears beside it, and a
         // key that does not match the old chain fails that read only until the chain follows.
-        try FolderStore.writeDurably(Array(key.utf8), to: FolderStore.keyFile, in: folder, mode: 0o600)
-        try FolderStore.writeDurably(Array(chain.utf8), to: FolderStore.chainFile, in: folder, mode: 0o644)
+        try FolderStore.writeDurably(Array(key.utf8), to: FolderStore.keyFile, in: folder, mode: 0o600, durable: durable)
+        try FolderStore.writeDurably(Array(chain.utf8), to: FolderStore.chainFile, in: folder, mode: 0o644, durable: durable)
         return ReloadScope(certificates: [name])
     }
 
@@ -97,9 +109,9 @@ struct FolderStore: SiteStore {
         guard fsync(fd) == 0 else { throw failure("fsync \(path)") }
     }
 
-    private static func makeFolder(_ folder: String, in parent: String) throws(StoreError) {
+    private static func makeFolder(_ folder: String, in parent: String, durable: Bool) throws(StoreError) {
         if mkdir(folder, 0o755) == 0 {
-            try syncDirectory(parent)
+            if durable { try syncDirectory(parent) }
         } else if errno != EEXIST {
             throw failure("mkdir \(folder)")
         }
@@ -113,7 +125,7 @@ struct FolderStore: SiteStore {
         return ".\(name).\(getpid()).\(String(random, radix: 36)).tmp"
     }
 
-    static func writeDurably(_ bytes: [UInt8], to name: String, in folder: String, mode: mode_t) throws(StoreError) {
+    static func writeDurably(_ bytes: [UInt8], to name: String, in folder: String, mode: mode_t, durable: Bool = true) throws(StoreError) {
         let temporary = folder + "/" + temporaryName(for: name)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure("create \(temporary)") }
@@ -134,7 +146,7 @@ struct FolderStore: SiteStore {
         }
         // The mode asked for, whatever the umask took away (a key stays 0600, a file readable).
         fchmod(fd, mode)
-        guard fsync(fd) == 0 else {
+        guard !durable || fsync(fd) == 0 else {
             let e = errno
             close(fd)
             throw failure("fsync \(temporary)", e)
@@ -142,7 +154,7 @@ struct FolderStore: SiteStore {
         close(fd)
         guard rename(temporary, folder + "/" + name) == 0 else { throw failure("rename \(temporary)") }
         ok = true
-        try syncDirectory(folder)
+        if durable { try syncDirectory(folder) }
     }
 
     /// Removes `name` from `folder`; false when it was not there.

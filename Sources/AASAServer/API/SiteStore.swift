@@ -5,6 +5,11 @@ import AASACore
 /// says what it changed as a ``ReloadScope``, which the caller hands to the one road every
 /// change takes to what is served (``SnapshotPublisher``).
 protocol SiteStore: Sendable {
+    /// Runs `body` — reads that decide a condition, then the writes they guard — as one step:
+    /// one transaction, whose reads lock what they read. What it wrote is durable and visible
+    /// to the snapshot builder when this returns.
+    func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R
+
     /// The stored bytes of a site's file; nil when there is none.
     func file(_ site: SiteName, _ kind: AssociationFileKind) throws(StoreError) -> [UInt8]?
     func putFile(_ site: SiteName, _ kind: AssociationFileKind, _ bytes: [UInt8]) throws(StoreError) -> ReloadScope
@@ -25,4 +30,6 @@ struct StoreError: Error, Sendable {
     var message: String
     /// No space left (ENOSPC, EDQUOT).
     var isFull = false
+    /// The store cannot be reached (PostgreSQL away): 503, try again.
+    var isUnavailable = false
 }

@@ -128,9 +128,8 @@ final class WriteAPI: Sendable {
                          .message(.unprocessableContent, w.output + "\n", request: request, site: "", contentType: "application/json",
                                   extraFields: [("cache-control", "no-store")]))
         }
-        let response = writing(site, kind, request: request) { (existing: [UInt8]?) throws(StoreError) -> Response in
-            let scope = try store.putFile(site, kind, request.body)
-            publisher.reload(scope)
+        let response = writing(site, kind, request: request) { (existing: [UInt8]?, scope: inout ReloadScope) throws(StoreError) -> Response in
+            scope = try store.putFile(site, kind, request.body)
             let etag = WriteAPI.etag(request.body)
             var w = JSONWriter()
             w.beginObject()
@@ -145,18 +144,18 @@ final class WriteAPI: Sendable {
     }
 
     private func deleteFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest, by token: String) -> Response {
-        let response = writing(site, kind, request: request) { (existing: [UInt8]?) throws(StoreError) -> Response in
-            guard existing != nil, let scope = try store.deleteFile(site, kind) else {
+        let response = writing(site, kind, request: request) { (existing: [UInt8]?, scope: inout ReloadScope) throws(StoreError) -> Response in
+            guard existing != nil, let deleted = try store.deleteFile(site, kind) else {
                 return WriteAPI.json(.notFound, error: "no \(kind.fileName) for \(site)", request: request)
             }
-            publisher.reload(scope)
+            scope = deleted
             return WriteAPI.noContent(request)
         }
         return audit(request, site: site, kind: kind, by: token, response)
     }
 
     private func deleteSite(_ site: SiteName, request: HTTPRequest, by token: String) -> Response {
-        let response = serialWrite(request) { () throws(StoreError) -> Response in
+        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
             if let ifMatch = request.ifMatch {
                 // Any of the site's files with that version.
                 var versions: [String] = []
@@ -167,10 +166,10 @@ final class WriteAPI: Sendable {
                     return WriteAPI.json(.preconditionFailed, error: "no file of \(site) has the version If-Match names", request: request)
                 }
             }
-            guard let scope = try store.deleteSite(site) else {
+            guard let deleted = try store.deleteSite(site) else {
                 return WriteAPI.json(.notFound, error: "no site \(site)", request: request)
             }
-            publisher.reload(scope)
+            scope = deleted
             return WriteAPI.noContent(request)
         }
         return audit(request, target: site.description, by: token, response)
@@ -180,8 +179,8 @@ final class WriteAPI: Sendable {
     /// the same lock as the write, so two writers racing on one file get answers that are both
     /// true (docs/platforms.md, "Writing safely").
     private func writing(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest,
-                         _ body: ([UInt8]?) throws(StoreError) -> Response) -> Response {
-        serialWrite(request) { () throws(StoreError) -> Response in
+                         _ body: ([UInt8]?, inout ReloadScope) throws(StoreError) -> Response) -> Response {
+        serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
             let existing = try store.file(site, kind)
             if let ifMatch = request.ifMatch {
                 guard let existing, WriteAPI.matches(ifMatch, WriteAPI.etag(existing)) else {
@@ -192,18 +191,23 @@ final class WriteAPI: Sendable {
             if let ifNoneMatch = request.ifNoneMatch, WriteAPI.trimmedField(Substring(ifNoneMatch)) == "*", existing != nil {
                 return WriteAPI.json(.preconditionFailed, error: "\(site)/\(kind.fileName) exists (If-None-Match: *)", request: request)
             }
-            return try body(existing)
+            return try body(existing, &scope)
         }
     }
 
     /// Writes of this replica, one at a time: a condition checked and the write it guards are
-    /// one step. (Other replicas on the same folders are not held by it: docs/platforms.md.)
+    /// one step, in one transaction of the store (which, for PostgreSQL, also holds other
+    /// replicas' writes to the same row back). What the write changed is published once the
+    /// store has committed it, before the answer leaves.
     private let writes = Locked<Void>(())
 
-    private func serialWrite(_ request: HTTPRequest, _ body: () throws(StoreError) -> Response) -> Response {
+    private func serialWrite(_ request: HTTPRequest, _ body: (inout ReloadScope) throws(StoreError) -> Response) -> Response {
         let outcome: Result<Response, StoreError> = writes.withLock { _ in
             do throws(StoreError) {
-                return .success(try body())
+                var scope = ReloadScope()
+                let response = try store.transaction { () throws(StoreError) -> Response in try body(&scope) }
+                if !scope.isEmpty { publisher.reload(scope) }
+                return .success(response)
             } catch {
                 return .failure(error)
             }
@@ -216,6 +220,9 @@ final class WriteAPI: Sendable {
 
     private func storeFailure(_ error: StoreError, request: HTTPRequest) -> Response {
         log.error("api: store: \(error.message)")
+        if error.isUnavailable {
+            return WriteAPI.json(.serviceUnavailable, error: "the store is unreachable (\(error.message)); this replica keeps serving what it has, and takes writes again once it reconnects", request: request)
+        }
         return WriteAPI.json(error.isFull ? .insufficientStorage : .internalServerError,
                              error: "the store refused the write: \(error.message); nothing served changed", request: request)
     }
@@ -268,7 +275,7 @@ final class WriteAPI: Sendable {
         case .success(let cert):
             checked = cert
         }
-        let response = serialWrite(request) { () throws(StoreError) -> Response in
+        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
             let existing = try store.certificateChain(name)
             if let ifMatch = request.ifMatch {
                 guard let existing, WriteAPI.matches(ifMatch, WriteAPI.etag(Array(existing.utf8))) else {
@@ -278,7 +285,7 @@ final class WriteAPI: Sendable {
             if request.ifNoneMatch.map({ WriteAPI.trimmedField(Substring($0)) }) == "*", existing != nil {
                 return WriteAPI.json(.preconditionFailed, error: "certificate \(name) exists (If-None-Match: *)", request: request)
             }
-            publisher.reload(try store.putCertificate(name, chain: chain, key: key))
+            scope = try store.putCertificate(name, chain: chain, key: key)
             var w = JSONWriter()
             w.beginObject()
             w.key("name"); w.value(name)
@@ -291,17 +298,17 @@ final class WriteAPI: Sendable {
     }
 
     private func deleteCertificate(_ name: String, request: HTTPRequest, by token: String) -> Response {
-        let response = serialWrite(request) { () throws(StoreError) -> Response in
+        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
             let existing = try store.certificateChain(name)
             if let ifMatch = request.ifMatch {
                 guard let existing, WriteAPI.matches(ifMatch, WriteAPI.etag(Array(existing.utf8))) else {
                     return WriteAPI.json(.preconditionFailed, error: "the stored certificate is not the one If-Match names", request: request)
                 }
             }
-            guard let scope = try store.deleteCertificate(name) else {
+            guard let deleted = try store.deleteCertificate(name) else {
                 return WriteAPI.json(.notFound, error: "no certificate \(name)", request: request)
             }
-            publisher.reload(scope)
+            scope = deleted
             return WriteAPI.noContent(request)
         }
         return audit(request, target: "certificate " + name, by: token, response)

@@ -22,7 +22,8 @@ enum AdminResponder {
                 return .message(.serviceUnavailable, "draining\n", request: request, site: "")
             }
             if !state.ready.load(ordering: .relaxed) {
-                return .message(.serviceUnavailable, "starting\n", request: request, site: "")
+                let why = state.storeProblem.withLock { $0 }.map { "starting: waiting for the first load from the store: \($0)\n" }
+                return .message(.serviceUnavailable, why ?? "starting\n", request: request, site: "")
             }
             return .message(.ok, "ready\n", request: request, site: "")
         case "/metrics":
@@ -37,7 +38,8 @@ enum AdminResponder {
                                     contentType: "application/json", extraFields: json)
                 }
                 return .message(.ok, status(snapshot, page: ([site], nil), certificatePage: certificatePage(for: site, snapshot),
-                                            acme: state.acme, watch: state.watch.current(), appleView: state.appleView) + "\n",
+                                            acme: state.acme, watch: state.watch.current(), appleView: state.appleView,
+                                            store: state.storeStatus.withLock { $0 }) + "\n",
                                 request: request, site: "", contentType: "application/json", extraFields: json)
             }
             switch SitePage.parse(target: request.target) {
@@ -48,7 +50,8 @@ enum AdminResponder {
                 let certificatesAfter = Dashboard.query(request.target, "certificatesAfter")
                 return .message(.ok, status(snapshot, page: page.select(from: snapshot),
                                             certificatePage: certificatePage(after: certificatesAfter, limit: page.limit, snapshot),
-                                            acme: state.acme, watch: state.watch.current(), appleView: state.appleView) + "\n",
+                                            acme: state.acme, watch: state.watch.current(), appleView: state.appleView,
+                                            store: state.storeStatus.withLock { $0 }) + "\n",
                                 request: request, site: "", contentType: "application/json", extraFields: json)
             }
         default:
@@ -113,7 +116,8 @@ enum AdminResponder {
     /// `/status` (docs/serving.md, "Admin listener"): the summary, one page of sites and of certificates.
     static func status(_ snapshot: SiteSnapshot, page: (sites: [Site], next: String?)? = nil,
                        certificatePage: (certificates: ArraySlice<TLSCertificate>, next: String?)? = nil,
-                       acme: ACMEStatus? = nil, watch: WatchStatus.Value? = nil, appleView: AppleView? = nil) -> String {
+                       acme: ACMEStatus? = nil, watch: WatchStatus.Value? = nil, appleView: AppleView? = nil,
+                       store: StoreStatus? = nil) -> String {
         let apple = appleView?.listing() ?? AppleView.Listing(fetches: [:], cdn: nil)
         let page = page ?? SitePage().select(from: snapshot)
         let certificatePage = certificatePage ?? AdminResponder.certificatePage(after: nil, limit: SitePage.maximumLimit, snapshot)
@@ -129,6 +133,14 @@ enum AdminResponder {
         if let watch {
             w.key("watch")
             watch.write(to: &w)
+        }
+        if let store {
+            w.key("store")
+            w.beginObject()
+            w.key("kind"); w.value(store.kind)
+            w.key("connected"); w.value(store.connected)
+            w.key("since"); w.value(HTTPDate.iso8601(milliseconds: store.since))
+            w.endObject()
         }
         w.endObject()
         w.key("sites")

@@ -33,6 +33,12 @@ final class ServerState: Sendable {
     let watch = WatchStatus()
     /// `--admin-token-file`: the write API (docs/platforms.md), set once before the loops start.
     let writeAPI = Locked<WriteAPI?>(nil)
+    /// `--store`: whether PostgreSQL is reachable, for `/status` (docs/replicas.md).
+    let storeStatus = Locked(StoreStatus())
+    /// Why the store cannot be read now, for `/readyz` before the first load.
+    let storeProblem = Locked<String?>(nil)
+    /// `--store`: the thread that follows it (SIGHUP asks it for a whole load).
+    let storeSync = Locked<StoreSync?>(nil)
 
     /// Counts a new connection from `client` unless it already holds `limit`.
     func admit(_ client: String, limit: Int) -> Bool {

@@ -18,6 +18,8 @@ final class ControlLoop {
     /// Whether the config and the certs directory are polled rather than watched (`--watch`).
     private let pollsConfig: Bool
     private let pollsCertificates: Bool
+    /// `--store`: the store's thread keeps the folders and publishes (``StoreSync``).
+    private let followsStore: Bool
 
     /// Quiet time after the last change before a reload, and the longest a reload waits while
     /// changes keep coming: a burst of writes becomes one reload, well within a second.
@@ -34,7 +36,10 @@ final class ControlLoop {
         self.publisher = publisher
         self.state = state
         self.log = log
-        let (pollsConfig, pollsCertificates) = ControlLoop.decidePolling(configuration, log: log)
+        // With the PostgreSQL store the folders are its local copy, written by the store's own
+        // thread, which publishes each change itself: nothing to watch.
+        let (pollsConfig, pollsCertificates) = configuration.storeURL != nil ? (false, false) : ControlLoop.decidePolling(configuration, log: log)
+        self.followsStore = configuration.storeURL != nil
         (self.pollsConfig, self.pollsCertificates) = (pollsConfig, pollsCertificates)
         let interval = configuration.pollIntervalSeconds
         state.watch.set {
@@ -50,7 +55,7 @@ final class ControlLoop {
             opened.append(epfd)
             try Epoll.add(epfd, signalFD, events: Epoll.readable, data: 0)
             // Nothing to watch when both directories are polled.
-            let watcher = pollsConfig && (pollsCertificates || configuration.certsDirectory == nil) ? nil : DirectoryWatcher(log: log)
+            let watcher = followsStore || (pollsConfig && (pollsCertificates || configuration.certsDirectory == nil)) ? nil : DirectoryWatcher(log: log)
             if let watcher { try Epoll.add(epfd, watcher.fd, events: Epoll.readable, data: 1) }
             (self.signalFD, self.epfd, self.watcher) = (signalFD, epfd, watcher)
         } catch {
@@ -95,6 +100,7 @@ final class ControlLoop {
                     case SIGHUP:
                         log.info("SIGHUP: reloading")
                         state.writeAPI.withLock { $0 }?.tokens.refresh(force: true)
+                        state.storeSync.withLock { $0 }?.fullLoadRequested.store(true, ordering: .relaxed)
                         pending.formUnion(.everything)
                         reload(pending)
                         pending = ReloadScope()
@@ -150,7 +156,7 @@ final class ControlLoop {
                         }
                         if !scope.isEmpty { reload(scope, quietIfUnchanged: true) }
                     }
-                } else if !(pollsConfig && (pollsCertificates || configuration.certsDirectory == nil)) {
+                } else if !followsStore, !(pollsConfig && (pollsCertificates || configuration.certsDirectory == nil)) {
                     // No inotify at all: everything, by stamps, saying nothing unless something changed.
                     reload(.everything, quietIfUnchanged: true)
                 }

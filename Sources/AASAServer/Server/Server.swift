@@ -41,10 +41,13 @@ public struct ServerConfiguration: Sendable {
     public var cdnWatch: CDNWatchConfiguration?
     /// `--admin-token-file`: the write API on the admin listener (docs/platforms.md).
     public var apiTokenFile: String?
+    /// `--store postgres://…`: sites and certificates in PostgreSQL, shared by replicas
+    /// (docs/replicas.md); `configDirectory` and `certsDirectory` are then the local copy.
+    public var storeURL: String?
 
     /// Whether sites and certificates may arrive after the start (`--dev` makes its own
     /// certificates, `--acme` orders them, the API receives both), so an empty start is not a mistake.
-    var mayStartEmpty: Bool { dev || acme != nil || apiTokenFile != nil }
+    var mayStartEmpty: Bool { dev || acme != nil || apiTokenFile != nil || storeURL != nil }
 
     public init() {}
 }
@@ -60,7 +63,7 @@ public final class Server {
         self.log = Log(format: configuration.logFormat)
     }
 
-    private var builder: SnapshotBuilder {
+    private func builder(_ configuration: ServerConfiguration) -> SnapshotBuilder {
         SnapshotBuilder(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
                         defaultCertificate: configuration.defaultCertificate, cacheControl: configuration.cacheControl,
                         usesTLS: !configuration.https.isEmpty, log: log, keepsDocuments: configuration.dev)
@@ -94,12 +97,29 @@ public final class Server {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let started = monotonicMilliseconds()
+        var configuration = self.configuration
+        var copy: LocalCopy?
+        if let url = configuration.storeURL {
+            // The store's rows are kept in a local copy the builder reads (docs/replicas.md).
+            do {
+                let made = try LocalCopy()
+                copy = made
+                configuration.configDirectory = made.config
+                configuration.certsDirectory = made.certs
+                try PostgresStartup.check(url: url, log: log)
+            } catch {
+                log.error("store: \(error)")
+                return 1
+            }
+        }
+        defer { copy?.remove() }
         if let problem = StartupCheck.directories(configuration) {
             log.error(problem)
             return 1
         }
         let dev = configuration.dev ? DevelopmentMode(certificatesDirectory: configuration.certsDirectory ?? "certs-dev") : nil
         dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
+        let builder = self.builder(configuration)
         let snapshot = builder.build(previous: nil)
         if let problem = StartupCheck.loaded(snapshot, configuration) {
             log.error(problem)
@@ -130,8 +150,19 @@ public final class Server {
         }
 
         let publisher = SnapshotPublisher(builder: builder, state: state, configDirectory: configuration.configDirectory, log: log)
+        var storeSync: StoreSync?
+        if let url = configuration.storeURL {
+            let sync = StoreSync(url: url, copy: FolderStore(configDirectory: configuration.configDirectory,
+                                                             certsDirectory: configuration.certsDirectory, durable: false),
+                                 publisher: publisher, state: state, log: log)
+            state.storeStatus.withLock { $0 = StoreStatus(kind: "postgres", connected: false) }
+            state.storeSync.withLock { $0 = sync }
+            storeSync = sync
+        }
         if let tokenFile = configuration.apiTokenFile {
-            let store = FolderStore(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory)
+            let folders = FolderStore(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
+                                      durable: configuration.storeURL == nil)
+            let store: any SiteStore = configuration.storeURL.map { PostgresStore(url: $0, copy: folders, log: log) } ?? folders
             state.writeAPI.withLock { $0 = WriteAPI(tokens: APITokens(path: tokenFile, log: log), store: store, publisher: publisher, state: state, log: log) }
             if let admin = configuration.admin, !admin.isLoopback {
                 log.warning("api: the admin listener \(admin) is not on loopback and speaks plain HTTP: bearer tokens cross the network in the clear; keep it on a private network or behind TLS (docs/platforms.md)")
@@ -175,7 +206,12 @@ public final class Server {
         }
         // Off the loops and the control thread: a slow CDN delays nothing but its own checks.
         state.appleView.cdn?.start(state: state, log: log)
-        state.ready.store(true, ordering: .releasing)
+        if let storeSync {
+            // Ready once the first load from the store is published.
+            storeSync.start()
+        } else {
+            state.ready.store(true, ordering: .releasing)
+        }
         if let dev {
             LogStream.standardError.write(dev.guidance(snapshot: snapshot, http: listeners.filter { $0.kind == .http }.map(\.address),
                                                        https: listeners.filter { $0.kind == .https }.map(\.address)))
@@ -187,6 +223,7 @@ public final class Server {
         }
 
         control.run()
+        storeSync?.stopping.store(true, ordering: .relaxed)
 
         // Draining: the loops stop accepting, finish, and exit within the grace period; the
         // final flush of the logs gets what is left of it, at most 2 s (at least 0.1 s, so
