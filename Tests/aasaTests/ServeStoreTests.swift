@@ -134,6 +134,38 @@ struct ServeStoreTests {
         #expect(RawHTTP.status(try ServeWriteAPITests.put(server, "new.example.com", appFile("/n"))) == 201)
     }
 
+    @Test func postgresStoppedAndStartedUnderLoadFailsNoRequest() throws {
+        let pg = try PostgresCluster()
+        let server = try Self.replica(pg.url)
+        #expect(RawHTTP.status(try ServeWriteAPITests.put(server, "load.example.com", appFile("/load"))) == 201)
+        let failures = Guarded<[String]>([])
+        let done = Guarded(false)
+        let sent = Guarded(0)
+        nonisolated(unsafe) let shared = server
+        let reader = Thread {
+            // Bounded: at most 20 s or 20 000 requests.
+            let end = Date().addingTimeInterval(20)
+            while !done.withLock({ $0 }), Date() < end, sent.withLock({ $0 }) < 20_000 {
+                let r = (try? ServeWriteAPITests.served(shared, "load.example.com")) ?? (status: 0, body: "")
+                sent.withLock { $0 += 1 }
+                if r.status != 200 || r.body != appFile("/load") { failures.withLock { $0.append("\(r.status)") } }
+            }
+        }
+        reader.start()
+        usleep(300_000)
+        pg.stop()
+        usleep(1_500_000)
+        try pg.start()
+        #expect(Self.within(12) { (try server.status()["summary"] as? [String: Any]).flatMap { $0["store"] as? [String: Any] }?["connected"] as? Bool == true },
+                "\(server.log)")
+        try Self.upsert(pg, "after.example.com", appFile("/after"))
+        #expect(Self.within(2) { try ServeWriteAPITests.served(server, "after.example.com").status == 200 })
+        done.withLock { $0 = true }
+        while !reader.isFinished { usleep(10_000) }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
+        #expect(sent.withLock { $0 } > 50)
+    }
+
     @Test func aReplicaStartedWithTheStoreDownIsNotReadyAndSaysWhyUntilItLoads() throws {
         let pg = try PostgresCluster()
         try Self.prepare(pg)

@@ -29,6 +29,8 @@ final class StoreSync: @unchecked Sendable {
     /// early and committed late is still seen (revisions are not handed out in commit order).
     private var recent: Set<Int64> = []
     private static let window: Int64 = 1000
+    /// How long `aasa_changes` keeps a change (each replica prunes it when it connects).
+    static let changeLogDays = 7
     /// Set by SIGHUP: the next pass loads everything.
     let fullLoadRequested = Atomic<Bool>(false)
     let stopping = Atomic<Bool>(false)
@@ -51,6 +53,8 @@ final class StoreSync: @unchecked Sendable {
             do throws(PostgresError) {
                 let c = try PostgresConnection(url: url)
                 try PostgresSchema.prepare(c)
+                // The change log keeps a week: a replica away longer loads everything again.
+                try c.execute("DELETE FROM aasa_changes WHERE at < now() - interval '\(StoreSync.changeLogDays) days'")
                 try c.execute("LISTEN \(PostgresSchema.channel)")
                 try catchUp(c)
                 connected(true, nil)
