@@ -124,14 +124,36 @@ import Testing
         ("entitlements", "--format", ["text", "json"]),
     ]
 
+    /// The completion script for `shell`, written to a file the shell can source.
+    private func completionScript(_ shell: String, in directory: TemporaryDirectory) throws -> String {
+        try directory.write("aasa.\(shell)", try AASABinary.run(["--generate-completion-script", shell]).stdout)
+    }
+
     @Test func optionsWithAFixedSetOfValuesCompleteThemInBash() throws {
-        let script = try AASABinary.run(["--generate-completion-script", "bash"]).stdout
+        let dir = try TemporaryDirectory()
+        let script = try completionScript("bash", in: dir)
         for (command, option, values) in Self.fixedValues {
-            // One function per command; in it, a case per option that offers its words.
-            let body = try #require(function(command, in: script), "\(command)")
-            let words = "-W '" + values.joined(separator: "'$'\\n''") + "'"
-            let offered = body.range(of: "'\(option)')\n").map { String(body[$0.upperBound...].prefix { $0 != ";" }) } ?? ""
-            #expect(offered.contains(words), "aasa \(command) \(option): \(offered)")
+            // What bash does on TAB after `aasa COMMAND OPTION `: the words, the cursor on an empty
+            // one, and the function the script registered for aasa.
+            let line = "aasa \(command) \(option) "
+            let r = try Shell.run("/bin/bash", ["-c", """
+                source '\(script)'
+                COMP_LINE='\(line)'; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(aasa \(command) \(option) ''); COMP_CWORD=3
+                _aasa aasa '' \(option)
+                printf '%s\\n' "${COMPREPLY[@]}"
+                """])
+            #expect(r.stdout.split(separator: "\n").map(String.init) == values, "\(line)<TAB>: \(r.stdout)\(r.stderr)")
+        }
+    }
+
+    @Test func optionsWithAFixedSetOfValuesCompleteThemInFish() throws {
+        let dir = try TemporaryDirectory()
+        let script = try completionScript("fish", in: dir)
+        for (command, option, values) in Self.fixedValues {
+            let line = "aasa \(command) \(option) "
+            let r = try Shell.run("/usr/bin/fish", ["-c", "source '\(script)'; complete -C '\(line)'"])
+            let offered = r.stdout.split(separator: "\n").map { String($0.prefix { $0 != "\t" }) }
+            #expect(offered == values, "\(line)<TAB>: \(r.stdout)\(r.stderr)")
         }
     }
 
@@ -143,15 +165,6 @@ import Testing
             let array = "local -ar ___\(name)=(" + values.map { "'\($0)'" }.joined(separator: " ") + ")"
             #expect(body.contains(array), "aasa \(command) \(option)")
             #expect(body.contains("{__aasa_complete \"${___\(name)[@]}\"}"), "aasa \(command) \(option)")
-        }
-    }
-
-    @Test func optionsWithAFixedSetOfValuesCompleteThemInFish() throws {
-        let script = try AASABinary.run(["--generate-completion-script", "fish"]).stdout
-        let lines = script.split(separator: "\n")
-        for (command, option, values) in Self.fixedValues {
-            let line = lines.first { $0.contains("\"aasa \(command)\" \(option.dropFirst(2))'") && $0.contains("-l '\(option.dropFirst(2))'") }
-            #expect(line?.hasSuffix("-rfka '\(values.joined(separator: " "))'") == true, "aasa \(command) \(option): \(line ?? "(no line)")")
         }
     }
 
