@@ -90,9 +90,15 @@ uninstall:
 # `make install` into a temporary DESTDIR with PREFIX=/opt/aasa-test, then Scripts/check-install.sh
 # checks what landed where: the binary runs, the man page renders without warnings and names
 # every command, each completion script parses in its shell, the unit passes systemd-analyze verify.
+# The install's release build and manual (about 80 lines) go to TEST_INSTALL_LOG; a failure
+# shows its end.
+TEST_INSTALL_LOG := .build/test-install.log
 test-install: test-deps
+	@mkdir -p $(dir $(TEST_INSTALL_LOG)); echo "test-install: make install into a temporary directory; its output in $(TEST_INSTALL_LOG)"
 	@dest=$$(mktemp -d); trap 'rm -rf "$$dest"' EXIT; \
-	  $(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/opt/aasa-test && Scripts/check-install.sh "$$dest" /opt/aasa-test
+	  $(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/opt/aasa-test > $(TEST_INSTALL_LOG) 2>&1 || { \
+	    tail -n 40 $(TEST_INSTALL_LOG); echo "test-install: make install failed; its whole output is in $(TEST_INSTALL_LOG)"; exit 1; }; \
+	  Scripts/check-install.sh "$$dest" /opt/aasa-test
 
 # The unit as committed (its binary path pointed at this build's), through systemd-analyze verify:
 # any message fails, since verify reports a bad value as a warning and exits 0.
