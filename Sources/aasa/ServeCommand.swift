@@ -125,7 +125,7 @@ struct ServeCommand: ParsableCommand {
         c.https = try addresses(httpsList.isEmpty ? ["0.0.0.0:8443"] : httpsList, https.isEmpty ? ServeVariable.https.rawValue : "--https")
         c.http = try addresses(httpList.isEmpty && dev ? ["0.0.0.0:8080"] : httpList, http.isEmpty ? ServeVariable.http.rawValue : "--http")
         if c.certsDirectory == nil {
-            guard httpsList.isEmpty else { throw ValidationError("--https needs --certs DIR (or --dev)") }
+            guard httpsList.isEmpty else { throw ValidationError("\(named(https.first, .https)) needs --certs DIR (or --dev)") }
             c.https = []
             FileHandleOutput.standardError.write("aasa serve: no --certs: the default HTTPS listener is not started\n")
             guard !c.http.isEmpty else {
@@ -160,14 +160,18 @@ struct ServeCommand: ParsableCommand {
 
     /// docs/acme.md; every inconsistency is a usage error.
     private func acmeConfiguration(_ c: ServerConfiguration, _ env: Environment) throws -> ACMEConfiguration {
-        guard c.certsDirectory != nil else { throw ValidationError("--acme needs --certs DIR: certificates and the account are kept there") }
+        guard c.certsDirectory != nil else {
+            throw ValidationError("\(named(acme ? true : nil, .acme)) needs --certs DIR: certificates and the account are kept there")
+        }
         var a = ACMEConfiguration()
         a.email = acmeEmail ?? env[.acmeEmail]
         a.directory = acmeDirectory ?? env[.acmeDirectory] ?? ACMEConfiguration.letsEncrypt
-        guard a.directory.lowercased().hasPrefix("https://") else { throw ValidationError("--acme-directory must be an https:// URL") }
+        guard a.directory.lowercased().hasPrefix("https://") else {
+            throw ValidationError("\(named(acmeDirectory, .acmeDirectory)) must be an https:// URL")
+        }
         a.caRoot = acmeCARoot ?? env[.acmeCARoot]
         a.orderRate = try number(acmeOrderRate, .acmeOrderRate, env) ?? a.orderRate
-        if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("--acme-ca-root: cannot read \(root)") }
+        if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("\(named(acmeCARoot, .acmeCARoot)): cannot read \(root)") }
         let type = try acmeChallenge ?? env.value(.acmeChallenge) ?? .tlsALPN01
         if type == .http01, c.http.isEmpty { throw ValidationError("--acme-challenge http-01 needs an --http listener (on port 80 of every site's address)") }
         if type == .tlsALPN01, c.https.isEmpty { throw ValidationError("--acme-challenge tls-alpn-01 needs an --https listener") }
@@ -177,7 +181,9 @@ struct ServeCommand: ParsableCommand {
         switch (kid, key) {
         case (nil, nil): break
         case (let kid?, let key?):
-            guard let mac = ACMEConfiguration.decodeMACKey(key) else { throw ValidationError("--acme-eab-hmac-key must be base64url") }
+            guard let mac = ACMEConfiguration.decodeMACKey(key) else {
+                throw ValidationError("\(named(acmeEABHMACKey, .acmeEABHMACKey)) must be base64url")
+            }
             a.externalAccountKeyID = kid
             a.externalAccountMACKey = mac
         default:
@@ -193,15 +199,20 @@ struct ServeCommand: ParsableCommand {
         guard try (cdnWatch ?? env.value(.cdnWatch) ?? (dev ? .off : .on)) == .on else { return nil }
         var w = CDNWatchConfiguration()
         if let base = cdnBase ?? env[.cdnBase] {
-            do { w.base = try HTTPURL(base) } catch { throw ValidationError("--cdn-base: \(error)") }
+            do { w.base = try HTTPURL(base) } catch { throw ValidationError("\(named(cdnBase, .cdnBase)): \(error)") }
         }
         w.caFile = cdnCACert ?? env[.cdnCACert]
-        if let file = w.caFile, access(file, R_OK) != 0 { throw ValidationError("--cdn-cacert: cannot read \(file)") }
+        if let file = w.caFile, access(file, R_OK) != 0 { throw ValidationError("\(named(cdnCACert, .cdnCACert)): cannot read \(file)") }
         w.intervalSeconds = try number(cdnInterval, .cdnInterval, env) ?? 21_600
         w.rate = try number(cdnRate, .cdnRate, env) ?? 2
         if let ms = try env.int(.cdnTimeoutMilliseconds), ms > 0 { w.timeoutMilliseconds = Int64(ms) }
         w.userAgent = "aasa/" + AASA.configuration.version
         return w
+    }
+
+    /// How an error names a setting: by its flag when the flag was given, else by the variable.
+    private func named<Value>(_ flagValue: Value?, _ variable: ServeVariable) -> String {
+        flagValue == nil ? variable.rawValue : variable.flag ?? variable.rawValue
     }
 
     /// The flag's number, else the variable's, else nil; below `minimum` is a usage error that

@@ -79,6 +79,28 @@ import Testing
         #expect(flag.stderr.contains("Error: --workers must be at least 1, got 0"), "\(flag.stderr)")
     }
 
+    @Test func anErrorAboutAValueAVariableGaveNamesTheVariable() throws {
+        let certs = try TemporaryDirectory()
+        let config = AASABinary.packageRoot.appendingPathComponent("config").path
+        let http = ["serve", "--config", config, "--http", "127.0.0.1:0", "--admin", "off"]
+        let acme = ["serve", "--config", config, "--certs", certs.url.path, "--https", "127.0.0.1:0", "--admin", "off", "--acme"]
+        for (arguments, environment, message) in [
+            (http, ["AASA_CDN_WATCH": "on", "AASA_CDN_BASE": "ftp://cdn.example"], "Error: AASA_CDN_BASE: "),
+            (http, ["AASA_CDN_WATCH": "on", "AASA_CDN_CACERT": "/nonexistent/ca.pem"], "Error: AASA_CDN_CACERT: cannot read /nonexistent/ca.pem"),
+            (http, ["AASA_ACME": "1", "AASA_CDN_WATCH": "off"], "Error: AASA_ACME needs --certs DIR"),
+            (acme, ["AASA_ACME_DIRECTORY": "http://ca.example/dir", "AASA_CDN_WATCH": "off"], "Error: AASA_ACME_DIRECTORY must be an https:// URL"),
+            (acme, ["AASA_ACME_EAB_KID": "kid", "AASA_ACME_EAB_HMAC_KEY": "not base64url!", "AASA_CDN_WATCH": "off"],
+             "Error: AASA_ACME_EAB_HMAC_KEY must be base64url"),
+        ] {
+            let r = try AASABinary.run(arguments, environment: environment, timeout: 5)
+            #expect(r.status == 2, "\(environment): \(r.stderr)")
+            #expect(r.stderr.contains(message), "\(environment): \(r.stderr)")
+        }
+        // Given as flags, the same values are named by their flags.
+        let flag = try AASABinary.run(http + ["--cdn-watch", "on", "--cdn-base", "ftp://cdn.example"], timeout: 5)
+        #expect(flag.stderr.contains("Error: --cdn-base: "), "\(flag.stderr)")
+    }
+
     @Test func everyOptionShowsItsDefaultAtMostOnce() throws {
         for command in ["serve", "validate", "match", "check", "entitlements", "health", "dev-certs"] {
             for (name, text) in try options(command) {
