@@ -160,9 +160,9 @@ endef
 fuzz: fuzz-build
 	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_run,$(t)))
 
-# Building a fuzzer prints a few hundred harmless warnings of the linker (ld.gold: "Cannot export
-# local symbol '__asan_…'", one per AddressSanitizer symbol of each module): the compiler's and
-# linker's output goes to FUZZ_BUILD_LOG, and only a failed build shows its end.
+# Building a fuzzer prints some 140 harmless warnings of the linker (ld.gold: "Cannot export
+# local symbol '__asan_…'", AddressSanitizer's symbols), 846 lines for all of them: the compiler's
+# and linker's output goes to FUZZ_BUILD_LOG, and only a failed build shows its end.
 FUZZ_BUILD_LOG := .build/fuzz-build.log
 fuzz-build:
 	@mkdir -p $(dir $(FUZZ_BUILD_LOG))
@@ -170,19 +170,21 @@ fuzz-build:
 	@$(MAKE) --no-print-directory $(FUZZ_BINARIES) > $(FUZZ_BUILD_LOG) 2>&1 || { \
 	  tail -n 40 $(FUZZ_BUILD_LOG); echo "fuzz: the build failed; its whole output is in $(FUZZ_BUILD_LOG)"; exit 1; }
 
-# make test's short run: 10 s per fuzzer, one line each; libFuzzer's output goes to
-# FUZZ_SMOKE_LOG, and a fuzzer that fails (a crash: crash-* files in .build-fuzz/) shows its end.
+# make test's short run: FUZZ_SMOKE_TIME seconds per fuzzer, one line each; libFuzzer's output
+# goes to FUZZ_SMOKE_LOG, and a fuzzer that fails (a crash: crash-* files in .build-fuzz/) shows
+# its end.
 FUZZ_SMOKE_LOG := .build/fuzz-smoke.log
+FUZZ_SMOKE_TIME ?= 10
 define fuzz_smoke_run
 	@echo "== $(1)-fuzz" >> $(FUZZ_SMOKE_LOG)
-	@$(call fuzz_command,$(1),10) >> $(FUZZ_SMOKE_LOG) 2>&1 || { \
+	@$(call fuzz_command,$(1),$(FUZZ_SMOKE_TIME)) >> $(FUZZ_SMOKE_LOG) 2>&1 || { \
 	  tail -n 40 $(FUZZ_SMOKE_LOG); echo "fuzz-smoke: $(1)-fuzz failed; all of libFuzzer's output is in $(FUZZ_SMOKE_LOG)"; exit 1; }
-	@echo "fuzz-smoke: $(1)-fuzz ran $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_SMOKE_LOG) | tail -n 1) inputs in 10 s, no crash"
+	@echo "fuzz-smoke: $(1)-fuzz ran $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_SMOKE_LOG) | tail -n 1) inputs in $(FUZZ_SMOKE_TIME) s, no crash"
 
 endef
 
 fuzz-smoke: fuzz-build
-	@echo "fuzz-smoke: each fuzzer for 10 s; libFuzzer's output in $(FUZZ_SMOKE_LOG)"
+	@echo "fuzz-smoke: each fuzzer for $(FUZZ_SMOKE_TIME) s; libFuzzer's output in $(FUZZ_SMOKE_LOG)"
 	@: > $(FUZZ_SMOKE_LOG)
 	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_smoke_run,$(t)))
 
