@@ -61,8 +61,8 @@ enum ServeVariable: String, CaseIterable {
     /// The paragraph of `serve --help` that names them.
     static var help: String {
         let names = documented.map(\.rawValue)
-        return "Every option also reads an environment variable, its name in capitals with _ for - " +
-            "after AASA_ (--max-connections: AASA_MAX_CONNECTIONS): " + names.joined(separator: ", ") +
+        return "Every option also reads an environment variable, AASA_ followed by its name in capitals " +
+            "with _ for - (--max-connections reads AASA_MAX_CONNECTIONS): " + names.joined(separator: ", ") +
             ". AASA_HTTPS and AASA_HTTP take comma-separated lists; AASA_DEV, AASA_PROXY_PROTOCOL and " +
             "AASA_ACME take on or off (also 1/0, true/false, yes/no). A flag on the command line wins over " +
             "the variable, and a variable that does not parse is a usage error that names it."
