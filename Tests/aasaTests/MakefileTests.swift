@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -31,8 +32,11 @@ import Glibc
         let dir = try TemporaryDirectory()
         let buildLog = dir.url.appendingPathComponent("fuzz-build.log").path
         let smokeLog = dir.url.appendingPathComponent("fuzz-smoke.log").path
-        let r = try Shell.run("/usr/bin/make", ["-s", "-C", AASABinary.packageRoot.path, "fuzz-smoke", "FUZZ_TARGETS=proxy", "FUZZ_SMOKE_TIME=1",
-                                                "FUZZ_BUILD_LOG=\(buildLog)", "FUZZ_SMOKE_LOG=\(smokeLog)"], timeout: 600)
+        // Run from `make test` (perhaps with -j), the outer make's flags and job server are not this one's.
+        let r = try runCommand(URL(fileURLWithPath: "/usr/bin/make"),
+                               ["-s", "-C", AASABinary.packageRoot.path, "fuzz-smoke", "FUZZ_TARGETS=proxy", "FUZZ_SMOKE_TIME=1",
+                                "FUZZ_BUILD_LOG=\(buildLog)", "FUZZ_SMOKE_LOG=\(smokeLog)"],
+                               environment: ["MAKEFLAGS": "", "MFLAGS": "", "MAKELEVEL": ""], timeout: 600)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let lines = (r.stdout + r.stderr).split(separator: "\n").map(String.init)
         #expect(lines.count == 3, "\(lines.count) lines:\n\(r.stdout)\(r.stderr)")
