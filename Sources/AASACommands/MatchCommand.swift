@@ -29,7 +29,7 @@ package struct MatchCommand: ParsableCommand {
     @Option(help: "The host the file is served from (default: the URL's host).")
     package var domain: String?
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: "Output format.")
     package var format: OutputFormat = .text
 
     package func validate() throws {

@@ -37,10 +37,10 @@ package struct ValidateCommand: ParsableCommand {
     @Argument(help: "Files, site folders or config directories.")
     package var paths: [String]
 
-    @Option(help: "Output format: text, json, github (workflow commands that annotate a pull request), sarif (SARIF 2.1.0, for code scanning) or gitlab (a Code Quality report).")
+    @Option(help: "Output format: text, json, or for CI github (workflow commands that annotate a pull request), sarif (SARIF 2.1.0, for code scanning) or gitlab (a Code Quality report).")
     package var format: ValidateFormat = .text
 
-    @Option(help: "Read the files given as this kind: aasa, assetlinks, merchantid or webauthn (default: by file name).")
+    @Option(help: "Read the files given as this kind (default: by file name).")
     package var kind: AssociationFileKind?
 
     @Flag(help: "Count warnings as errors.")

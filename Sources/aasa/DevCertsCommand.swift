@@ -16,7 +16,7 @@ struct DevCertsCommand: ParsableCommand {
         """
     )
 
-    @Option(help: ArgumentHelp("Config directory whose sites the certificate covers (default ./config).", valueName: "dir"))
+    @Option(help: ArgumentHelp("Config directory whose sites the certificate covers (default: ./config).", valueName: "dir"))
     var config: String?
 
     @Option(help: ArgumentHelp("Output directory.", valueName: "dir"))

@@ -13,19 +13,19 @@ struct HealthCommand: ParsableCommand {
         """
     )
 
-    @Option(help: "Admin listener ADDR:PORT.")
+    @Option(help: "Admin listener ADDR:PORT (default: AASA_ADMIN, else 127.0.0.1:9090).")
     var admin: String?
 
     func run() throws {
-        let text = admin ?? Environment()["AASA_ADMIN"] ?? "127.0.0.1:9090"
+        let text = admin ?? Environment()[.admin] ?? "127.0.0.1:9090"
         // `serve` reads these as "no admin listener": then there is no /healthz to ask, and a
         // health check cannot pass (exit 1, as for a server that does not answer).
         if ServeCommand.adminOff.contains(text.lowercased()) {
-            FileHandleOutput.standardError.write("aasa health: the admin listener is off (\(admin == nil ? "AASA_ADMIN" : "--admin")=\(text)), so there is no /healthz to ask; give the server an --admin address to health-check it\n")
+            FileHandleOutput.standardError.write("aasa health: the admin listener is off (\(admin == nil ? ServeVariable.admin.rawValue : "--admin")=\(text)), so there is no /healthz to ask; give the server an --admin address to health-check it\n")
             throw ExitCode(1)
         }
         var address: SocketAddress
-        do { address = try SocketAddress(parsing: text) } catch { throw ValidationError("--admin: \(error)") }
+        do { address = try SocketAddress(parsing: text) } catch { throw ValidationError("\(admin == nil ? ServeVariable.admin.rawValue : "--admin"): \(error)") }
         // A server listening on every address is reached on loopback.
         if address.host == "0.0.0.0" { address = try! SocketAddress(parsing: "127.0.0.1:\(address.port)") }
         if address.host == "::" { address = try! SocketAddress(parsing: "[::1]:\(address.port)") }

@@ -11,35 +11,25 @@ struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve apple-app-site-association files over HTTPS.",
-        discussion: """
-        Every option also reads an environment variable: AASA_CONFIG, AASA_CERTS, AASA_HTTPS and \
-        AASA_HTTP (comma-separated lists), AASA_ADMIN, AASA_DEFAULT_CERT, AASA_DEV, AASA_WORKERS, \
-        AASA_PROXY_PROTOCOL, AASA_MAX_CONNECTIONS, AASA_LOG_FORMAT, AASA_CACHE_MAX_AGE, \
-        AASA_SHUTDOWN_GRACE, AASA_ACME, AASA_ACME_EMAIL, AASA_ACME_DIRECTORY, AASA_ACME_CA_ROOT, \
-        AASA_ACME_CHALLENGE, AASA_ACME_EAB_KID, AASA_ACME_EAB_HMAC_KEY, AASA_CDN_WATCH, AASA_CDN_BASE, \
-        AASA_CDN_CACERT, AASA_CDN_INTERVAL, AASA_CDN_RATE. A flag on the command line \
-        wins over the variable. AASA_ACME_RETRY_BASE_MS (a test knob) sets the first retry delay \
-        after a failed ACME order (default 60000); AASA_CDN_TIMEOUT_MS (another) the time each request \
-        to Apple's CDN may take (default 10000).
-        """
+        discussion: ServeVariable.help
     )
 
-    @Option(help: "Config directory: one folder per site (default ./config).")
+    @Option(help: "Config directory: one folder per site (default: ./config).")
     var config: String?
 
-    @Option(help: "Certificates: NAME.crt/NAME.pem with NAME.key, NAME/fullchain.pem with NAME/privkey.pem, or NAME/tls.crt with NAME/tls.key (a Kubernetes TLS Secret).")
+    @Option(help: "Certificates: NAME.crt/NAME.pem with NAME.key, NAME/fullchain.pem with NAME/privkey.pem, or NAME/tls.crt with NAME/tls.key (a Kubernetes TLS Secret) (default: none, and no HTTPS listener; certs-dev with --dev).")
     var certs: String?
 
-    @Option(help: "HTTPS listener ADDR:PORT; repeatable (default 0.0.0.0:8443).")
+    @Option(help: "HTTPS listener ADDR:PORT; repeatable (default: 0.0.0.0:8443).")
     var https: [String] = []
 
-    @Option(help: "Plain HTTP listener ADDR:PORT; repeatable (none by default; 0.0.0.0:8080 with --dev).")
+    @Option(help: "Plain HTTP listener ADDR:PORT; repeatable (default: none; 0.0.0.0:8080 with --dev).")
     var http: [String] = []
 
-    @Option(help: "Admin listener ADDR:PORT, or 'off' (default 127.0.0.1:9090).")
+    @Option(help: "Admin listener ADDR:PORT, or 'off' (default: 127.0.0.1:9090).")
     var admin: String?
 
-    @Option(name: .customLong("default-cert"), help: "Certificate for clients without SNI or with an unknown name.")
+    @Option(name: .customLong("default-cert"), help: "Certificate for clients without SNI or with an unknown name (default: the first NAME in byte order).")
     var defaultCert: String?
 
     @Flag(help: "Development mode: certs-dev/, an HTTP listener on 8080, Cache-Control: no-cache.")
@@ -51,32 +41,32 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("proxy-protocol"), help: "Expect a PROXY protocol v1/v2 header on HTTPS and HTTP connections.")
     var proxyProtocol = false
 
-    @Option(name: .customLong("max-connections"), help: "Stop accepting above this many connections (default 10000).")
+    @Option(name: .customLong("max-connections"), help: "Stop accepting above this many connections (default: 10000).")
     var maxConnections: Int?
 
     @Option(name: .customLong("max-connections-per-client"),
-            help: "Connections one client address may hold; 0 = no limit (default 256 on HTTPS and PROXY-protocol listeners).")
+            help: "Connections one client address may hold; 0 = no limit (default: 256 on HTTPS listeners and with --proxy-protocol, no limit on plain --http listeners).")
     var maxConnectionsPerClient: Int?
 
-    @Option(name: .customLong("http2"), help: "on or off: HTTP/2 over TLS (ALPN h2) and h2c on --http listeners (default on).")
-    var http2: String?
+    @Option(name: .customLong("http2"), help: "HTTP/2 over TLS (ALPN h2) and h2c on --http listeners (default: on).")
+    var http2: Switch?
 
-    @Option(name: .customLong("log-format"), help: "text or json.")
-    var logFormat: String?
+    @Option(name: .customLong("log-format"), help: "The event log (stderr) and access log (stdout) as text or JSON lines (default: text).")
+    var logFormat: LogFormat?
 
-    @Option(name: .customLong("cache-max-age"), help: "Cache-Control max-age in seconds (default 3600).")
+    @Option(name: .customLong("cache-max-age"), help: "Cache-Control max-age in seconds (default: 3600).")
     var cacheMaxAge: Int?
 
-    @Option(name: .customLong("metrics-sites"), help: "Sites with a label of their own in /metrics, the first to get requests; the rest count as site=\"other\" (default 1000).")
+    @Option(name: .customLong("metrics-sites"), help: "Sites with a label of their own in /metrics, the first to get requests; the rest count as site=\"other\" (default: 1000).")
     var metricsSites: Int?
 
-    @Option(name: .customLong("watch"), help: "auto, inotify or poll: how changes in --config and --certs are seen (default auto: poll on a network filesystem).")
-    var watch: String?
+    @Option(name: .customLong("watch"), help: "How changes in --config and --certs are seen (default: auto, which is poll on a network filesystem, else inotify).")
+    var watch: WatchMode?
 
-    @Option(name: .customLong("poll-interval"), help: "Seconds between passes of --watch poll (default 30).")
+    @Option(name: .customLong("poll-interval"), help: "Seconds between passes of --watch poll (default: 30).")
     var pollInterval: Int?
 
-    @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default 10).")
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default: 10).")
     var shutdownGrace: Int?
 
     @Flag(help: "Obtain and renew certificates with ACME (RFC 8555) for sites no certificate covers; needs --certs.")
@@ -85,16 +75,16 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("acme-email"), help: "Contact e-mail of the ACME account.")
     var acmeEmail: String?
 
-    @Option(name: .customLong("acme-directory"), help: "ACME directory URL (default Let's Encrypt production).")
+    @Option(name: .customLong("acme-directory"), help: "ACME directory URL (default: Let's Encrypt production).")
     var acmeDirectory: String?
 
     @Option(name: .customLong("acme-ca-root"), help: "PEM file of the CA to trust for the ACME directory's HTTPS.")
     var acmeCARoot: String?
 
-    @Option(name: .customLong("acme-challenge"), help: "tls-alpn-01 (default, on --https) or http-01 (on --http).")
-    var acmeChallenge: String?
+    @Option(name: .customLong("acme-challenge"), help: "How the CA validates a name: in the TLS handshake on --https (tls-alpn-01) or over --http (http-01) (default: tls-alpn-01).")
+    var acmeChallenge: ChallengeType?
 
-    @Option(name: .customLong("acme-order-rate"), help: "New ACME orders per 3 hours, renewals included (default 300, Let's Encrypt's limit).")
+    @Option(name: .customLong("acme-order-rate"), help: "New ACME orders per 3 hours, renewals included (default: 300, Let's Encrypt's limit).")
     var acmeOrderRate: Int?
 
     @Option(name: .customLong("acme-eab-kid"), help: "External account binding key identifier.")
@@ -103,19 +93,19 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("acme-eab-hmac-key"), help: "External account binding MAC key, base64url.")
     var acmeEABHMACKey: String?
 
-    @Option(name: .customLong("cdn-watch"), help: "on or off: check each site's copy at Apple's CDN (default on; off with --dev).")
-    var cdnWatch: String?
+    @Option(name: .customLong("cdn-watch"), help: "Check each site's copy at Apple's CDN (default: on; off with --dev).")
+    var cdnWatch: Switch?
 
-    @Option(name: .customLong("cdn-base"), help: "Apple's CDN (default https://app-site-association.cdn-apple.com).")
+    @Option(name: .customLong("cdn-base"), help: "Apple's CDN (default: https://app-site-association.cdn-apple.com).")
     var cdnBase: String?
 
     @Option(name: .customLong("cdn-cacert"), help: "PEM file of CAs to trust for --cdn-base (instead of the system store, as check's --cacert).")
     var cdnCACert: String?
 
-    @Option(name: .customLong("cdn-interval"), help: "Seconds between checks of one site (default 21600, the CDN's own max-age).")
+    @Option(name: .customLong("cdn-interval"), help: "Seconds between checks of one site (default: 21600, the CDN's own max-age).")
     var cdnInterval: Int?
 
-    @Option(name: .customLong("cdn-rate"), help: "Requests per second to the CDN at most (default 2).")
+    @Option(name: .customLong("cdn-rate"), help: "Requests per second to the CDN at most (default: 2).")
     var cdnRate: Int?
 
     @Option(name: .customLong("admin-token-file"),
@@ -132,8 +122,8 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         let env = Environment()
         var c = ServerConfiguration()
-        let dev = self.dev || env.flag("AASA_DEV")
-        c.storeURL = store ?? env["AASA_STORE"]
+        let dev = try self.dev || env.flag(.dev)
+        c.storeURL = store ?? env[.store]
         if c.storeURL != nil {
             // The store replaces both folders (docs/replicas.md); AASA_CONFIG and AASA_CERTS, which
             // the container image sets, are then ignored.
@@ -142,61 +132,49 @@ struct ServeCommand: ParsableCommand {
             }
             guard !dev else { throw ValidationError("--store and --dev cannot be used together") }
         }
-        c.configDirectory = config ?? (c.storeURL == nil ? env["AASA_CONFIG"] : nil) ?? "./config"
+        c.configDirectory = config ?? (c.storeURL == nil ? env[.config] : nil) ?? "./config"
         while c.configDirectory.count > 1 && c.configDirectory.hasSuffix("/") { c.configDirectory.removeLast() }
         // With the store, both are its local copy, made at start.
-        c.certsDirectory = c.storeURL != nil ? "" : certs ?? env["AASA_CERTS"] ?? (dev ? "certs-dev" : nil)
-        c.defaultCertificate = defaultCert ?? env["AASA_DEFAULT_CERT"]
+        c.certsDirectory = c.storeURL != nil ? "" : certs ?? env[.certs] ?? (dev ? "certs-dev" : nil)
+        c.defaultCertificate = defaultCert ?? env[.defaultCert]
 
-        let httpsList = https.isEmpty ? env.list("AASA_HTTPS") : https
-        let httpList = http.isEmpty ? env.list("AASA_HTTP") : http
-        c.https = try addresses(httpsList.isEmpty ? ["0.0.0.0:8443"] : httpsList, "--https")
-        c.http = try addresses(httpList.isEmpty && dev ? ["0.0.0.0:8080"] : httpList, "--http")
+        let httpsList = https.isEmpty ? env.list(.https) : https
+        let httpList = http.isEmpty ? env.list(.http) : http
+        c.https = try addresses(httpsList.isEmpty ? ["0.0.0.0:8443"] : httpsList, https.isEmpty ? ServeVariable.https.rawValue : "--https")
+        c.http = try addresses(httpList.isEmpty && dev ? ["0.0.0.0:8080"] : httpList, http.isEmpty ? ServeVariable.http.rawValue : "--http")
         if c.certsDirectory == nil {
-            guard httpsList.isEmpty else { throw ValidationError("--https needs --certs DIR (or --dev)") }
+            guard httpsList.isEmpty else { throw ValidationError("\(named(https.first, .https)) needs --certs DIR (or --dev)") }
             c.https = []
             FileHandleOutput.standardError.write("aasa serve: no --certs: the default HTTPS listener is not started\n")
             guard !c.http.isEmpty else {
                 throw ValidationError("nothing to serve: give --certs DIR for HTTPS, or --http ADDR:PORT (or use --dev)")
             }
         }
-        let adminText = admin ?? env["AASA_ADMIN"] ?? "127.0.0.1:9090"
-        c.admin = ServeCommand.adminOff.contains(adminText.lowercased()) ? nil : try addresses([adminText], "--admin").first
-        c.apiTokenFile = adminTokenFile ?? env["AASA_ADMIN_TOKEN_FILE"]
+        let adminText = admin ?? env[.admin] ?? "127.0.0.1:9090"
+        c.admin = ServeCommand.adminOff.contains(adminText.lowercased()) ? nil
+            : try addresses([adminText], admin == nil ? ServeVariable.admin.rawValue : "--admin").first
+        c.apiTokenFile = adminTokenFile ?? env[.adminTokenFile]
         if let file = c.apiTokenFile {
             guard c.admin != nil else { throw ValidationError("--admin-token-file needs the admin listener (--admin ADDR:PORT, not off)") }
-            guard access(file, R_OK) == 0 else { throw ValidationError("--admin-token-file: cannot read \(file)") }
+            guard access(file, R_OK) == 0 else { throw ValidationError("\(named(adminTokenFile, .adminTokenFile)): cannot read \(file)") }
         }
 
-        c.workers = try positive(workers ?? env.int("AASA_WORKERS") ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), "--workers")
-        c.maxConnections = try positive(maxConnections ?? env.int("AASA_MAX_CONNECTIONS") ?? 10_000, "--max-connections")
-        let format = logFormat ?? env["AASA_LOG_FORMAT"] ?? "text"
-        guard let parsedFormat = LogFormat(rawValue: format) else { throw ValidationError("--log-format must be text or json") }
-        c.logFormat = parsedFormat
-        let maxAge = cacheMaxAge ?? env.int("AASA_CACHE_MAX_AGE") ?? 3600
-        guard maxAge >= 0 else { throw ValidationError("--cache-max-age must be 0 or more") }
+        c.workers = try number(workers, .workers, env) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        c.maxConnections = try number(maxConnections, .maxConnections, env) ?? 10_000
+        c.logFormat = try logFormat ?? env.value(.logFormat) ?? .text
+        let maxAge = try number(cacheMaxAge, .cacheMaxAge, env, minimum: 0) ?? 3600
         c.cacheControl = dev ? "no-cache" : "public, max-age=\(maxAge)"
-        let grace = shutdownGrace ?? env.int("AASA_SHUTDOWN_GRACE") ?? 10
-        guard grace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
-        c.shutdownGraceSeconds = grace
-        c.transport.proxyProtocol = proxyProtocol || env.flag("AASA_PROXY_PROTOCOL")
-        if let perClient = maxConnectionsPerClient ?? env.int("AASA_MAX_CONNECTIONS_PER_CLIENT") {
-            guard perClient >= 0 else { throw ValidationError("--max-connections-per-client must be 0 or more") }
+        c.shutdownGraceSeconds = try number(shutdownGrace, .shutdownGrace, env, minimum: 0) ?? 10
+        c.transport.proxyProtocol = try proxyProtocol || env.flag(.proxyProtocol)
+        if let perClient = try number(maxConnectionsPerClient, .maxConnectionsPerClient, env, minimum: 0) {
             c.transport.maxConnectionsPerClient = perClient
         }
-        let http2Text = (http2 ?? env["AASA_HTTP2"] ?? "on").lowercased()
-        switch http2Text {
-        case "on", "1", "true", "yes": c.http2Enabled = true
-        case "off", "0", "false", "no": c.http2Enabled = false
-        default: throw ValidationError("--http2 must be on or off, got \(http2Text)")
-        }
-        c.metricsSites = try positive(metricsSites ?? env.int("AASA_METRICS_SITES") ?? 1000, "--metrics-sites")
-        let watchText = (watch ?? env["AASA_WATCH"] ?? "auto").lowercased()
-        guard let watchMode = WatchMode(rawValue: watchText) else { throw ValidationError("--watch must be auto, inotify or poll, got \(watchText)") }
-        c.watchMode = watchMode
-        c.pollIntervalSeconds = try positive(pollInterval ?? env.int("AASA_POLL_INTERVAL") ?? 30, "--poll-interval")
+        c.http2Enabled = try (http2 ?? env.value(.http2) ?? .on) == .on
+        c.metricsSites = try number(metricsSites, .metricsSites, env) ?? 1000
+        c.watchMode = try watch ?? env.value(.watch) ?? .auto
+        c.pollIntervalSeconds = try number(pollInterval, .pollInterval, env) ?? 30
         c.dev = dev
-        if acme || env.flag("AASA_ACME") { c.acme = try acmeConfiguration(c, env) }
+        if try acme || env.flag(.acme) { c.acme = try acmeConfiguration(c, env) }
         c.cdnWatch = try cdnWatchConfiguration(dev: dev, env)
 
         let status = Server(configuration: c).run()
@@ -205,90 +183,82 @@ struct ServeCommand: ParsableCommand {
 
     /// docs/acme.md; every inconsistency is a usage error.
     private func acmeConfiguration(_ c: ServerConfiguration, _ env: Environment) throws -> ACMEConfiguration {
-        guard c.certsDirectory != nil else { throw ValidationError("--acme needs --certs DIR: certificates and the account are kept there") }
+        guard c.certsDirectory != nil else {
+            throw ValidationError("\(named(acme ? true : nil, .acme)) needs --certs DIR: certificates and the account are kept there")
+        }
         var a = ACMEConfiguration()
-        a.email = acmeEmail ?? env["AASA_ACME_EMAIL"]
-        a.directory = acmeDirectory ?? env["AASA_ACME_DIRECTORY"] ?? ACMEConfiguration.letsEncrypt
-        guard a.directory.lowercased().hasPrefix("https://") else { throw ValidationError("--acme-directory must be an https:// URL") }
-        a.caRoot = acmeCARoot ?? env["AASA_ACME_CA_ROOT"]
-        a.orderRate = try positive(acmeOrderRate ?? env.int("AASA_ACME_ORDER_RATE") ?? a.orderRate, "--acme-order-rate")
-        if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("--acme-ca-root: cannot read \(root)") }
-        let challenge = acmeChallenge ?? env["AASA_ACME_CHALLENGE"] ?? ChallengeType.tlsALPN01.rawValue
-        guard let type = ChallengeType(rawValue: challenge) else { throw ValidationError("--acme-challenge must be tls-alpn-01 or http-01") }
+        a.email = acmeEmail ?? env[.acmeEmail]
+        a.directory = acmeDirectory ?? env[.acmeDirectory] ?? ACMEConfiguration.letsEncrypt
+        guard a.directory.lowercased().hasPrefix("https://") else {
+            throw ValidationError("\(named(acmeDirectory, .acmeDirectory)) must be an https:// URL")
+        }
+        a.caRoot = acmeCARoot ?? env[.acmeCARoot]
+        a.orderRate = try number(acmeOrderRate, .acmeOrderRate, env) ?? a.orderRate
+        if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("\(named(acmeCARoot, .acmeCARoot)): cannot read \(root)") }
+        let type = try acmeChallenge ?? env.value(.acmeChallenge) ?? .tlsALPN01
         if type == .http01, c.http.isEmpty { throw ValidationError("--acme-challenge http-01 needs an --http listener (on port 80 of every site's address)") }
         if type == .tlsALPN01, c.https.isEmpty { throw ValidationError("--acme-challenge tls-alpn-01 needs an --https listener") }
         a.challenge = type
-        let kid = acmeEABKid ?? env["AASA_ACME_EAB_KID"]
-        let key = acmeEABHMACKey ?? env["AASA_ACME_EAB_HMAC_KEY"]
+        let kid = acmeEABKid ?? env[.acmeEABKid]
+        let key = acmeEABHMACKey ?? env[.acmeEABHMACKey]
         switch (kid, key) {
         case (nil, nil): break
         case (let kid?, let key?):
-            guard let mac = ACMEConfiguration.decodeMACKey(key) else { throw ValidationError("--acme-eab-hmac-key must be base64url") }
+            guard let mac = ACMEConfiguration.decodeMACKey(key) else {
+                throw ValidationError("\(named(acmeEABHMACKey, .acmeEABHMACKey)) must be base64url")
+            }
             a.externalAccountKeyID = kid
             a.externalAccountMACKey = mac
         default:
             throw ValidationError("external account binding needs both --acme-eab-kid and --acme-eab-hmac-key")
         }
-        if let base = env.int("AASA_ACME_RETRY_BASE_MS"), base > 0 { a.retryBaseMilliseconds = Int64(base) }
+        if let base = try env.int(.acmeRetryBaseMilliseconds), base > 0 { a.retryBaseMilliseconds = Int64(base) }
         return a
     }
 
     /// docs/apple-view.md: on by default, off with --dev (a development site is not on
     /// Apple's CDN: devices fetch it directly).
     private func cdnWatchConfiguration(dev: Bool, _ env: Environment) throws -> CDNWatchConfiguration? {
-        let text = (cdnWatch ?? env["AASA_CDN_WATCH"] ?? (dev ? "off" : "on")).lowercased()
-        switch text {
-        case "on", "1", "true", "yes": break
-        case "off", "0", "false", "no": return nil
-        default: throw ValidationError("--cdn-watch must be on or off, got \(text)")
-        }
+        guard try (cdnWatch ?? env.value(.cdnWatch) ?? (dev ? .off : .on)) == .on else { return nil }
         var w = CDNWatchConfiguration()
-        if let base = cdnBase ?? env["AASA_CDN_BASE"] {
-            do { w.base = try HTTPURL(base) } catch { throw ValidationError("--cdn-base: \(error)") }
+        if let base = cdnBase ?? env[.cdnBase] {
+            do { w.base = try HTTPURL(base) } catch { throw ValidationError("\(named(cdnBase, .cdnBase)): \(error)") }
         }
-        w.caFile = cdnCACert ?? env["AASA_CDN_CACERT"]
-        if let file = w.caFile, access(file, R_OK) != 0 { throw ValidationError("--cdn-cacert: cannot read \(file)") }
-        w.intervalSeconds = try positive(cdnInterval ?? env.int("AASA_CDN_INTERVAL") ?? 21_600, "--cdn-interval")
-        w.rate = try positive(cdnRate ?? env.int("AASA_CDN_RATE") ?? 2, "--cdn-rate")
-        if let ms = env.int("AASA_CDN_TIMEOUT_MS"), ms > 0 { w.timeoutMilliseconds = Int64(ms) }
+        w.caFile = cdnCACert ?? env[.cdnCACert]
+        if let file = w.caFile, access(file, R_OK) != 0 { throw ValidationError("\(named(cdnCACert, .cdnCACert)): cannot read \(file)") }
+        w.intervalSeconds = try number(cdnInterval, .cdnInterval, env) ?? 21_600
+        w.rate = try number(cdnRate, .cdnRate, env) ?? 2
+        if let ms = try env.int(.cdnTimeoutMilliseconds), ms > 0 { w.timeoutMilliseconds = Int64(ms) }
         w.userAgent = "aasa/" + AASA.configuration.version
         return w
+    }
+
+    /// How an error names a setting: by its flag when the flag was given, else by the variable.
+    private func named<Value>(_ flagValue: Value?, _ variable: ServeVariable) -> String {
+        flagValue == nil ? variable.rawValue : variable.flag ?? variable.rawValue
+    }
+
+    /// The flag's number, else the variable's, else nil; below `minimum` is a usage error that
+    /// names whichever of the two gave it.
+    private func number(_ flagValue: Int?, _ variable: ServeVariable, _ env: Environment, minimum: Int = 1) throws -> Int? {
+        let value: Int
+        let source: String
+        if let flagValue {
+            (value, source) = (flagValue, variable.flag ?? variable.rawValue)
+        } else if let n = try env.int(variable) {
+            (value, source) = (n, variable.rawValue)
+        } else {
+            return nil
+        }
+        guard value >= minimum else {
+            throw ValidationError(minimum == 1 ? "\(source) must be at least 1, got \(value)" : "\(source) must be \(minimum) or more, got \(value)")
+        }
+        return value
     }
 
     private func addresses(_ list: [String], _ flag: String) throws -> [SocketAddress] {
         try list.map { text in
             do { return try SocketAddress(parsing: text) } catch { throw ValidationError("\(flag): \(error)") }
         }
-    }
-
-    private func positive(_ n: Int, _ flag: String) throws -> Int {
-        guard n > 0 else { throw ValidationError("\(flag) must be at least 1") }
-        return n
-    }
-}
-
-/// The AASA_* variables.
-struct Environment {
-    subscript(name: String) -> String? {
-        guard let v = getenv(name) else { return nil }
-        let s = String(cString: v)
-        return s.isEmpty ? nil : s
-    }
-
-    func list(_ name: String) -> [String] {
-        self[name]?.split(separator: ",").map { String($0).trimmingCharacters() }.filter { !$0.isEmpty } ?? []
-    }
-
-    func int(_ name: String) -> Int? { self[name].flatMap { Int($0) } }
-
-    func flag(_ name: String) -> Bool { ["1", "true", "yes", "on"].contains(self[name]?.lowercased() ?? "") }
-}
-
-extension String {
-    func trimmingCharacters() -> String {
-        var s = Substring(self)
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -301,17 +301,17 @@ private let olderWww = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.e
     }
 
     @Test func badWatchSettingsAreUsageErrors() throws {
-        for (args, message) in [(["--cdn-watch", "maybe"], "--cdn-watch must be on or off"), (["--cdn-rate", "0"], "--cdn-rate must be at least 1"),
+        for (args, message) in [(["--cdn-watch", "maybe"], "The value 'maybe' is invalid for '--cdn-watch <cdn-watch>'. Please provide one of 'on' and 'off'."), (["--cdn-rate", "0"], "--cdn-rate must be at least 1"),
                                 (["--cdn-interval", "0"], "--cdn-interval must be at least 1"), (["--cdn-base", "ftp://cdn.example"], "--cdn-base"),
                                 (["--cdn-cacert", "/nonexistent/ca.pem"], "--cdn-cacert: cannot read")] {
             let r = try AASABinary.run(["serve", "--http", "127.0.0.1:0", "--admin", "off"] + args, environment: ["AASA_CDN_WATCH": ""])
             #expect(r.status == 2, "\(args)")
             #expect(r.stderr.contains(message), "\(args): \(r.stderr)")
         }
-        // The variables are read like the flags.
+        // The variables are read like the flags, and an error names the variable.
         let r = try AASABinary.run(["serve", "--http", "127.0.0.1:0", "--admin", "off"], environment: ["AASA_CDN_WATCH": "on", "AASA_CDN_RATE": "0"])
         #expect(r.status == 2)
-        #expect(r.stderr.contains("--cdn-rate must be at least 1"), "\(r.stderr)")
+        #expect(r.stderr.contains("AASA_CDN_RATE must be at least 1, got 0"), "\(r.stderr)")
     }
 
     @Test func fetchesByAppleAndByDevicesAreRecorded() throws {
