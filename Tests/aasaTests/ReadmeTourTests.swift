@@ -51,7 +51,7 @@ import Testing
             var current: Int?
             for (offset, text) in block.lines.enumerated() {
                 if text.hasPrefix("$ aasa ") {
-                    let arguments = text.dropFirst("$ aasa ".count).split(separator: " ").map(String.init)
+                    let arguments = Self.shellWords(String(text.dropFirst("$ aasa ".count)))
                     steps.append(Step(file: file, arguments: arguments, expected: "", line: block.line + offset))
                     current = steps.count - 1
                 } else if let current {
@@ -156,5 +156,29 @@ import Testing
         }
         expectSame(step, actual, r.stderr)
         #expect(cdn.arrivals(for: "example.com").count == 1, "the check asked the stand-in CDN")
+    }
+
+    /// A command line's words as a POSIX shell splits them: spaces separate, and single quotes
+    /// keep what they hold (a URL with `?` is quoted in the docs, as a shell needs it).
+    static func shellWords(_ line: String) -> [String] {
+        var words: [String] = []
+        var word = ""
+        var quoted = false
+        var started = false
+        for c in line {
+            if c == "'" {
+                quoted.toggle()
+                started = true
+            } else if c == " " && !quoted {
+                if started { words.append(word) }
+                word = ""
+                started = false
+            } else {
+                word.append(c)
+                started = true
+            }
+        }
+        if started { words.append(word) }
+        return words
     }
 }
