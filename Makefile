@@ -294,10 +294,11 @@ lint-deploy:
 	@python3 -c "import kubernetes_validate" 2>/dev/null || $(PIP_INSTALL) kubernetes-validate
 	@python3 -c "import jsonschema" 2>/dev/null || $(PIP_INSTALL) jsonschema
 	"$(PY_SCRIPTS)/hadolint" Dockerfile
-	python3 -m kubernetes_validate --strict --quiet $(foreach m,$(K8S_CORE),$(K8S_DIR)/$(m).yaml)
+	python3 -m kubernetes_validate --strict --quiet $(foreach m,$(K8S_CORE),$(K8S_DIR)/$(m).yaml) $(K8S_DIR)/postgres/deployment.yaml
 	python3 Scripts/validate-custom-resources.py $(K8S_CRDS) $(K8S_DIR)/certificate.yaml $(K8S_DIR)/clusterissuer.yaml
 	@if python3 Scripts/validate-custom-resources.py $(K8S_CRDS) Tests/Fixtures/cert-manager/invalid-certificate.yaml >/dev/null; then \
 	  echo "lint-deploy: the custom resource check accepted Tests/Fixtures/cert-manager/invalid-certificate.yaml"; exit 1; fi
+	@for f in $(K8S_DIR)/postgres/*.yaml; do case "$$(basename $$f)" in deployment.yaml|kustomization.yaml) ;; *) echo "lint-deploy: $$f is not validated"; exit 1;; esac; done
 	@for f in $(K8S_DIR)/*.yaml; do n=$$(basename $$f .yaml); \
 	  case " $(K8S_CORE) certificate clusterissuer kustomization " in *" $$n "*) ;; *) echo "lint-deploy: $$f is not validated"; exit 1;; esac; done
 
