@@ -112,6 +112,10 @@ struct ServeCommand: ParsableCommand {
             help: "Turn on the write API on the admin listener: a file of bearer tokens, NAME:TOKEN or TOKEN, one a line (docs/platforms.md).")
     var adminTokenFile: String?
 
+    @Option(name: .customLong("admin-tls"),
+            help: "Serve the admin listener over HTTPS with certificate NAME (as --default-cert names one); use it whenever the admin listener is not on loopback.")
+    var adminTLS: String?
+
     @Option(name: .customLong("store"),
             help: "postgres://… (libpq URI): sites and certificates in PostgreSQL, shared by replicas, instead of --config and --certs (docs/replicas.md).")
     var store: String?
@@ -154,6 +158,11 @@ struct ServeCommand: ParsableCommand {
         c.admin = ServeCommand.adminOff.contains(adminText.lowercased()) ? nil
             : try addresses([adminText], admin == nil ? ServeVariable.admin.rawValue : "--admin").first
         c.apiTokenFile = adminTokenFile ?? env[.adminTokenFile]
+        c.adminTLS = adminTLS ?? env[.adminTLS]
+        if c.adminTLS != nil {
+            guard c.admin != nil else { throw ValidationError("--admin-tls needs the admin listener (--admin ADDR:PORT, not off)") }
+            guard c.certsDirectory != nil else { throw ValidationError("--admin-tls needs certificates: --certs DIR or --store") }
+        }
         if let file = c.apiTokenFile {
             guard c.admin != nil else { throw ValidationError("--admin-token-file needs the admin listener (--admin ADDR:PORT, not off)") }
             guard access(file, R_OK) == 0 else { throw ValidationError("\(named(adminTokenFile, .adminTokenFile)): cannot read \(file)") }

@@ -42,6 +42,7 @@ enum ServeVariable: String, CaseIterable {
     case cdnInterval = "AASA_CDN_INTERVAL"
     case cdnRate = "AASA_CDN_RATE"
     case adminTokenFile = "AASA_ADMIN_TOKEN_FILE"
+    case adminTLS = "AASA_ADMIN_TLS"
     case store = "AASA_STORE"
     /// The tests' knobs: the first retry delay after a failed ACME order (default 60 000 ms) and
     /// the time each request to Apple's CDN may take (default 10 000 ms). No flag, not in the help.

@@ -360,3 +360,41 @@ final class Guarded<Value>: @unchecked Sendable {
         #expect(ServerProcess.waitFor(timeout: 5) { try ServeWriteAPITests.served(second, "shared.example.com").status == 404 })
     }
 }
+
+@Suite struct ServeAdminTLSTests {
+    @Test func theAdminListenerSpeaksHTTPSWithTheNamedCertificateAndHTTP11Only() throws {
+        let server = try ServeWriteAPITests.server(extra: ["--admin-tls", "sites", "--admin", "127.0.0.1:0"])
+        func curl(_ extra: [String]) throws -> CommandResult {
+            try Shell.run("/usr/bin/curl", ["-sS", "--max-time", "10", "--cacert", TestCertificates.caFile,
+                                            "--resolve", "example.com:\(server.admin):127.0.0.1"] + extra)
+        }
+        let health = try curl(["-w", " %{http_version}", "https://example.com:\(server.admin)/healthz"])
+        #expect(health.stdout == "ok\n 1.1", "\(health.stdout) \(health.stderr)")
+        // curl offers h2 first; the admin listener answers in HTTP/1.1 all the same.
+        let h2 = try curl(["--http2", "-w", " %{http_version}", "https://example.com:\(server.admin)/readyz"])
+        #expect(h2.stdout == "ready\n 1.1", "\(h2.stdout) \(h2.stderr)")
+        // The write API over it, token and all.
+        let put = try curl(["-X", "PUT", "--data-binary", exampleCom, "-H", "Authorization: Bearer \(ServeWriteAPITests.token)",
+                            "-w", " %{http_code}", "https://example.com:\(server.admin)/sites/tls.example.com/apple-app-site-association"])
+        #expect(put.stdout.hasSuffix(" 201"), "\(put.stdout) \(put.stderr)")
+        // Plain HTTP gets no answer of the admin listener's.
+        let plain = try RawHTTP.exchange(port: server.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(!plain.contains("\r\n\r\nok"), "\(plain)")
+        #expect(!server.log.contains("bearer tokens cross the network in the clear"))
+    }
+
+    @Test func anAdminCertificateThatDoesNotExistEndsTheStart() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("config/example.com/apple-app-site-association", exampleCom)
+        let certs = directory.url.appendingPathComponent("certs")
+        try FileManager.default.createDirectory(at: certs, withIntermediateDirectories: true)
+        for file in ["sites.crt", "sites.key"] {
+            try FileManager.default.copyItem(at: TestCertificates.directory.appendingPathComponent(file), to: certs.appendingPathComponent(file))
+        }
+        let r = try Shell.run(AASABinary.url.path, ["serve", "--config", directory.url.appendingPathComponent("config").path, "--certs", certs.path,
+                                                     "--https", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--admin-tls", "nosuch", "--cdn-watch", "off"],
+                              timeout: 20)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("--admin-tls nosuch: no certificate nosuch"), "\(r.stderr)")
+    }
+}

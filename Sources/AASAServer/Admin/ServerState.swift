@@ -33,6 +33,9 @@ final class ServerState: Sendable {
     let watch = WatchStatus()
     /// `--admin-token-file`: the write API (docs/platforms.md), set once before the loops start.
     let writeAPI = Locked<WriteAPI?>(nil)
+    /// `--admin-tls NAME`: the certificate the admin listener serves over HTTPS.
+    var adminTLS: String? { adminTLSName.withLock { $0 } }
+    let adminTLSName = Locked<String?>(nil)
     /// `--store`: whether PostgreSQL is reachable, for `/status` (docs/replicas.md).
     let storeStatus = Locked(StoreStatus())
     /// Why the store cannot be read now, for `/readyz` before the first load.

@@ -96,7 +96,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         if loop.transport.proxyProtocol, listener != .admin {
             stage = .proxyHeader
             stageDeadline = loop.clock.now + loop.transport.handshakeTimeout
-        } else if listener == .https {
+        } else if listener == .https || (listener == .admin && loop.adminTLS != nil) {
             stage = .awaitingClientHello
             stageDeadline = loop.clock.now + loop.transport.handshakeTimeout
         } else {
@@ -279,6 +279,16 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     }
 
     private func handshake() -> Bool {
+        if stage == .awaitingClientHello, facts.listener == .admin, let admin = loop.adminTLS {
+            // The admin listener's one certificate, whatever name the client asks for: no
+            // certificates for the ServerName callback to switch to, ALPN http/1.1 only.
+            guard let context = admin.context(loop.snapshot.certificates),
+                  io.startTLS(context: context, certificates: .empty, settings: admin.settings) else {
+                loop.log.error("admin: no certificate \(admin.name) to serve the admin listener over TLS; closing the connection")
+                return false
+            }
+            stage = .handshake
+        }
         if stage == .awaitingClientHello {
             let certificates = loop.snapshot.certificates
             // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
@@ -308,13 +318,13 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
             facts.certificate = certificate
             readNeedsWritable = false
             stage = .open
-            if alpn == "h2", let http2 = loop.http2 {
+            if alpn == "h2", let http2 = loop.http2, facts.listener != .admin {
                 let session = HTTP2Session(configuration: http2, clock: loop.clock, dispatch: self)
                 start(session)
                 // Our SETTINGS go first (RFC 9113 §3.4).
                 session.resume(output: &output)
             } else {
-                start(HTTP1Session(configuration: loop.http1, clock: loop.clock, dispatch: self))
+                start(HTTP1Session(configuration: facts.listener == .admin ? loop.adminHTTP1 : loop.http1, clock: loop.clock, dispatch: self))
             }
             // Application data may have arrived with the last handshake flight.
             guard flush() else { return false }

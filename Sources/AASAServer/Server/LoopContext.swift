@@ -12,6 +12,8 @@ final class LoopContext {
     let http1: HTTP1Configuration
     /// The admin listener's: the write API reads request bodies (docs/platforms.md).
     let adminHTTP1: HTTP1Configuration
+    /// `--admin-tls NAME`: the admin listener's certificate and its context.
+    let adminTLS: AdminTLS?
     /// nil when HTTP/2 is off (`--http2 off`).
     let http2: HTTP2Configuration?
     let log: Log
@@ -35,6 +37,7 @@ final class LoopContext {
         self.transport = transport
         self.http1 = http1
         self.adminHTTP1 = http1.admin
+        self.adminTLS = state.adminTLS.map { AdminTLS(name: $0) }
         self.http2 = http2
         self.log = log
         self.accessLog = AccessLog(format: accessLogFormat)

@@ -41,6 +41,8 @@ public struct ServerConfiguration: Sendable {
     public var cdnWatch: CDNWatchConfiguration?
     /// `--admin-token-file`: the write API on the admin listener (docs/platforms.md).
     public var apiTokenFile: String?
+    /// `--admin-tls NAME`: the admin listener over HTTPS with certificate NAME (docs/platforms.md).
+    public var adminTLS: String?
     /// `--store postgres://…`: sites and certificates in PostgreSQL, shared by replicas
     /// (docs/replicas.md); `configDirectory` and `certsDirectory` are then the local copy.
     public var storeURL: String?
@@ -149,6 +151,17 @@ public final class Server {
             return 1
         }
 
+        if let name = configuration.adminTLS {
+            state.adminTLSName.withLock { $0 = name }
+            if snapshot.certificates.certificate(named: name) == nil {
+                // With the store the certificate may come with the first load.
+                guard configuration.storeURL != nil else {
+                    log.error("admin: --admin-tls \(name): no certificate \(name) in --certs (NAME as in --default-cert: a file or folder name without extension)")
+                    return 1
+                }
+                log.warning("admin: --admin-tls \(name): no certificate \(name) yet; admin connections are closed until it loads")
+            }
+        }
         let publisher = SnapshotPublisher(builder: builder, state: state, configDirectory: configuration.configDirectory, log: log)
         var storeSync: StoreSync?
         if let url = configuration.storeURL {
@@ -164,8 +177,8 @@ public final class Server {
                                       durable: configuration.storeURL == nil)
             let store: any SiteStore = configuration.storeURL.map { PostgresStore(url: $0, copy: folders, log: log) } ?? folders
             state.writeAPI.withLock { $0 = WriteAPI(tokens: APITokens(path: tokenFile, log: log), store: store, publisher: publisher, state: state, log: log) }
-            if let admin = configuration.admin, !admin.isLoopback {
-                log.warning("api: the admin listener \(admin) is not on loopback and speaks plain HTTP: bearer tokens cross the network in the clear; keep it on a private network or behind TLS (docs/platforms.md)")
+            if let admin = configuration.admin, !admin.isLoopback, configuration.adminTLS == nil {
+                log.warning("api: the admin listener \(admin) is not on loopback and speaks plain HTTP: bearer tokens cross the network in the clear; use --admin-tls NAME, or keep it on a private network (docs/platforms.md)")
             }
         }
         // Before any loop starts: without it the process could not be stopped, so a failure

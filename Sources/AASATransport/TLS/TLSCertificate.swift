@@ -121,6 +121,13 @@ public final class TLSCertificate: @unchecked Sendable {
 
     var hasContext: Bool { cached.withLock { $0 != nil } }
 
+    /// A context of its own, not the cached one, made with `settings`, owned by the caller
+    /// (`SSL_CTX_free`): the admin listener over TLS offers `http/1.1` only, whatever the
+    /// server's HTTP/2 setting (docs/platforms.md).
+    package func makeOwnContext(_ settings: TLSServerSettings) -> OpaquePointer? {
+        try? makeContext(settings)
+    }
+
     private func makeContext(_ settings: TLSServerSettings) throws(TLSError) -> OpaquePointer {
         TLSError.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new") }
