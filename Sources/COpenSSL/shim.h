@@ -10,6 +10,7 @@
 #include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <openssl/cms.h>
+#include <openssl/rand.h>
 
 static inline long aasa_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_min_proto_version(ctx, v); }
 static inline long aasa_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_max_proto_version(ctx, v); }

@@ -120,6 +120,10 @@ struct ServeCommand: ParsableCommand {
             help: "postgres://… (libpq URI): sites and certificates in PostgreSQL, shared by replicas, instead of --config and --certs (docs/replicas.md).")
     var store: String?
 
+    @Option(name: .customLong("store-secret-file"),
+            help: "With --store: a file of at least 32 bytes; private keys the server writes to the store are sealed with AES-256-GCM under a key derived from it.")
+    var storeSecretFile: String?
+
     /// `--admin` values that mean "no admin listener" (also understood by `aasa health`).
     static let adminOff: Set<String> = ["off", "none", ""]
 
@@ -136,6 +140,8 @@ struct ServeCommand: ParsableCommand {
             }
             guard !dev else { throw ValidationError("--store and --dev cannot be used together") }
         }
+        c.storeSecretFile = storeSecretFile ?? env[.storeSecretFile]
+        if c.storeSecretFile != nil, c.storeURL == nil { throw ValidationError("--store-secret-file needs --store") }
         c.configDirectory = config ?? (c.storeURL == nil ? env[.config] : nil) ?? "./config"
         while c.configDirectory.count > 1 && c.configDirectory.hasSuffix("/") { c.configDirectory.removeLast() }
         // With the store, both are its local copy, made at start.

@@ -44,6 +44,7 @@ enum ServeVariable: String, CaseIterable {
     case adminTokenFile = "AASA_ADMIN_TOKEN_FILE"
     case adminTLS = "AASA_ADMIN_TLS"
     case store = "AASA_STORE"
+    case storeSecretFile = "AASA_STORE_SECRET_FILE"
     /// The tests' knobs: the first retry delay after a failed ACME order (default 60 000 ms) and
     /// the time each request to Apple's CDN may take (default 10 000 ms). No flag, not in the help.
     case acmeRetryBaseMilliseconds = "AASA_ACME_RETRY_BASE_MS"

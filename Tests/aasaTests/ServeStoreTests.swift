@@ -196,6 +196,36 @@ struct ServeStoreTests {
         #expect(statuses.filter { $0 == 412 }.count == 5, "\(statuses)")
     }
 
+    @Test func keysWrittenWithASecretAreSealedInTheStoreAndOpenedByEveryReplicaWithIt() throws {
+        let pg = try PostgresCluster()
+        let dir = try TemporaryDirectory()
+        let secret = dir.url.appendingPathComponent("secret")
+        try String(repeating: "0123456789abcdef", count: 4).write(to: secret, atomically: true, encoding: .utf8)
+        let a = try Self.replica(pg.url, extra: ["--store-secret-file", secret.path])
+        let b = try Self.replica(pg.url, extra: ["--store-secret-file", secret.path])
+        #expect(a.log.contains("private keys written to the store are sealed"), "\(a.log)")
+        let (chain, key) = try ServeWriteAPICertificateTests.leaf("sealed.example.com", in: dir.url)
+        try Self.upsert(pg, "sealed.example.com", appFile("/s"))
+        let put = try ServeWriteAPITests.call(a, "PUT", "/certificates/sealed", body: try ServeWriteAPICertificateTests.body(chain: chain, key: key))
+        #expect(RawHTTP.status(put) == 201, "\(put)")
+        let stored = try pg.sql("SELECT key FROM aasa_certificates WHERE name = 'sealed'").stdout
+        #expect(stored.hasPrefix("aasa-sealed:v1:") && !stored.contains("PRIVATE KEY"), "\(stored)")
+        for replica in [a, b] {
+            #expect(Self.within(2) { try ServeWriteAPICertificateTests.presented(replica, "sealed.example.com").contains("CN = sealed.example.com") },
+                    "\(replica.log)")
+        }
+        // A replica without the secret says why it cannot load the certificate, and serves the rest.
+        let c = try Self.replica(pg.url)
+        #expect(c.waitForLog("certificate sealed: the key is sealed"), "\(c.log)")
+        #expect(c.log.contains("no --store-secret-file: private keys written to the store are stored as PEM"))
+        #expect(try ServeWriteAPITests.served(c, "sealed.example.com").status == 200)
+        // A secret too short is refused at start.
+        try "short".write(to: secret, atomically: true, encoding: .utf8)
+        let r = try Shell.run(AASABinary.url.path, ["serve", "--store", pg.url, "--store-secret-file", secret.path, "--http", "127.0.0.1:0",
+                                                     "--https", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--cdn-watch", "off"], timeout: 30)
+        #expect(r.status == 1 && r.stderr.contains("at least 32 are needed"), "\(r.stderr)")
+    }
+
     @Test func aStoreWithANewerSchemaIsRefusedAtStart() throws {
         let pg = try PostgresCluster()
         _ = try Self.replica(pg.url)

@@ -43,6 +43,8 @@ public struct ServerConfiguration: Sendable {
     public var apiTokenFile: String?
     /// `--admin-tls NAME`: the admin listener over HTTPS with certificate NAME (docs/platforms.md).
     public var adminTLS: String?
+    /// `--store-secret-file`: seals the private keys written to the store (docs/replicas.md).
+    public var storeSecretFile: String?
     /// `--store postgres://…`: sites and certificates in PostgreSQL, shared by replicas
     /// (docs/replicas.md); `configDirectory` and `certsDirectory` are then the local copy.
     public var storeURL: String?
@@ -164,10 +166,20 @@ public final class Server {
         }
         let publisher = SnapshotPublisher(builder: builder, state: state, configDirectory: configuration.configDirectory, log: log)
         var storeSync: StoreSync?
+        var sealer: KeySealer?
         if let url = configuration.storeURL {
+            if let file = configuration.storeSecretFile {
+                do { sealer = try KeySealer(secretFile: file) } catch {
+                    log.error("store: \(error)")
+                    return 1
+                }
+                log.info("store: private keys written to the store are sealed (AES-256-GCM, secret \(sealer!.keyID))")
+            } else {
+                log.warning("store: no --store-secret-file: private keys written to the store are stored as PEM")
+            }
             let sync = StoreSync(url: url, copy: FolderStore(configDirectory: configuration.configDirectory,
                                                              certsDirectory: configuration.certsDirectory, durable: false),
-                                 publisher: publisher, state: state, log: log)
+                                 sealer: sealer, publisher: publisher, state: state, log: log)
             state.storeStatus.withLock { $0 = StoreStatus(kind: "postgres", connected: false) }
             state.storeSync.withLock { $0 = sync }
             storeSync = sync
@@ -175,7 +187,7 @@ public final class Server {
         if let tokenFile = configuration.apiTokenFile {
             let folders = FolderStore(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
                                       durable: configuration.storeURL == nil)
-            let store: any SiteStore = configuration.storeURL.map { PostgresStore(url: $0, copy: folders, log: log) } ?? folders
+            let store: any SiteStore = configuration.storeURL.map { PostgresStore(url: $0, copy: folders, sealer: sealer, log: log) } ?? folders
             state.writeAPI.withLock { $0 = WriteAPI(tokens: APITokens(path: tokenFile, log: log), store: store, publisher: publisher, state: state, log: log) }
             if let admin = configuration.admin, !admin.isLoopback, configuration.adminTLS == nil {
                 log.warning("api: the admin listener \(admin) is not on loopback and speaks plain HTTP: bearer tokens cross the network in the clear; use --admin-tls NAME, or keep it on a private network (docs/platforms.md)")

@@ -24,10 +24,13 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
     /// Changes a transaction made, applied to the copy once it committed.
     private var pending: [StoreChange] = []
 
-    /// The newest schema this server knows (``PostgresSchema``).
-    init(url: String, copy: FolderStore, log: Log) {
+    /// `--store-secret-file`: the keys this server writes are sealed with it.
+    private let sealer: KeySealer?
+
+    init(url: String, copy: FolderStore, sealer: KeySealer?, log: Log) {
         self.url = url
         self.copy = copy
+        self.sealer = sealer
         self.log = log
     }
 
@@ -127,7 +130,7 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
             try c.execute("""
                 INSERT INTO aasa_certificates (name, chain, key, updated_at) VALUES ($1, $2, $3, now())
                 ON CONFLICT (name) DO UPDATE SET chain = EXCLUDED.chain, key = EXCLUDED.key, updated_at = now()
-                """, [.text(name), .text(chain), .text(key)])
+                """, [.text(name), .text(chain), .text(sealer?.seal(key) ?? key)])
         }
         pending.append(.certificate(name, chain: chain, key: key))
         return ReloadScope(certificates: [name])

@@ -35,7 +35,11 @@ final class StoreSync: @unchecked Sendable {
     let fullLoadRequested = Atomic<Bool>(false)
     let stopping = Atomic<Bool>(false)
 
-    init(url: String, copy: FolderStore, publisher: SnapshotPublisher, state: ServerState, log: Log) {
+    /// `--store-secret-file`: opens the keys the servers sealed.
+    private let sealer: KeySealer?
+
+    init(url: String, copy: FolderStore, sealer: KeySealer?, publisher: SnapshotPublisher, state: ServerState, log: Log) {
+        self.sealer = sealer
         self.url = url
         self.copy = copy
         self.publisher = publisher
@@ -164,7 +168,18 @@ final class StoreSync: @unchecked Sendable {
         }
         let rows = try c.execute("SELECT chain, key FROM aasa_certificates WHERE name = $1", [.text(name)])
         guard rows.count > 0 else { return .certificate(name, chain: nil, key: nil) }
-        return .certificate(name, chain: rows.text(0, 0) ?? "", key: rows.text(0, 1) ?? "")
+        return opened(name, chain: rows.text(0, 0) ?? "", key: rows.text(0, 1) ?? "")
+    }
+
+    /// A certificate row with its key opened; nil (logged, the copy left as it is) when the
+    /// key is sealed with a secret this replica does not have.
+    private func opened(_ name: String, chain: String, key: String) -> StoreChange? {
+        do {
+            return .certificate(name, chain: chain, key: try KeySealer.open(key, with: sealer))
+        } catch {
+            log.error("store: certificate \(name): \(error.description); not loaded")
+            return nil
+        }
     }
 
     /// Every row, and the copy made to hold exactly those (deletions included).
@@ -192,7 +207,7 @@ final class StoreSync: @unchecked Sendable {
                 continue
             }
             keptCertificates.insert(name)
-            let change = StoreChange.certificate(name, chain: certificates.text(i, 1) ?? "", key: certificates.text(i, 2) ?? "")
+            guard let change = opened(name, chain: certificates.text(i, 1) ?? "", key: certificates.text(i, 2) ?? "") else { continue }
             do { _ = try change.apply(to: copy) } catch { log.error("store: \(error.message)") }
         }
         // What the copy holds that the store no longer does.
