@@ -18,6 +18,9 @@ RULES = [
     ("AASATransport", "AASAServer", "the transport is below the server"),
     ("AASAHTTP", "AASATransport", "the HTTP parsers are pure"),
     ("AASACore", "AASAHTTP", "the core is pure"),
+    ("AASAPostgres", "AASAServer", "the PostgreSQL client knows nothing of sites"),
+    ("AASAPostgres", "AASACore", "the PostgreSQL client knows nothing of association files"),
+    ("AASACommands", "AASAPostgres", "the commands that do not serve need no database"),
 ]
 
 
