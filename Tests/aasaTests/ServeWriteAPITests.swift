@@ -398,3 +398,35 @@ final class Guarded<Value>: @unchecked Sendable {
         #expect(r.stderr.contains("--admin-tls nosuch: no certificate nosuch"), "\(r.stderr)")
     }
 }
+
+/// `aasa site` against a real server's write API, end to end.
+@Suite struct SiteCommandAgainstTheServerTests {
+    @Test func putGetLsAndRmGoThroughTheRealAPI() throws {
+        let server = try ServeWriteAPITests.server()
+        let dir = try TemporaryDirectory()
+        let tokens = dir.url.appendingPathComponent("token")
+        try "backend:\(ServeWriteAPITests.token)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let good = dir.url.appendingPathComponent("apple-app-site-association")
+        try appFile("/cli").write(to: good, atomically: true, encoding: .utf8)
+        let common = ["--admin", "http://127.0.0.1:\(server.admin)", "--token-file", tokens.path]
+        let put = try AASABinary.run(["site", "put", "cli.example.com", "--file", good.path] + common)
+        #expect(put.status == 0 && put.stdout.contains("201"), "\(put.stdout) \(put.stderr)")
+        #expect(try ServeWriteAPITests.served(server, "cli.example.com").body == appFile("/cli"))
+        let get = try AASABinary.run(["site", "get", "cli.example.com"] + common)
+        #expect(get.status == 0 && get.stdout == appFile("/cli"), "\(get.stdout) \(get.stderr)")
+        // A refused file: the server's findings printed as `aasa validate` prints them, exit 1.
+        let bad = dir.url.appendingPathComponent("bad.json")
+        try #"{"applinks": {"details": [{"appIDs": ["nope"], "components": [{"/": "/x"}]}]}}"#.write(to: bad, atomically: true, encoding: .utf8)
+        let refused = try AASABinary.run(["site", "put", "cli.example.com", "apple-app-site-association", "--file", bad.path] + common)
+        let validate = try AASABinary.run(["validate", bad.path])
+        #expect(refused.status == 1 && refused.stdout == validate.stdout, "\(refused.stdout) vs \(validate.stdout)")
+        let ls = try AASABinary.run(["site", "ls"] + common)
+        #expect(ls.status == 0 && ls.stdout.contains("cli.example.com serving"), "\(ls.stdout) \(ls.stderr)")
+        let rm = try AASABinary.run(["site", "rm", "cli.example.com"] + common)
+        #expect(rm.status == 0, "\(rm.stdout) \(rm.stderr)")
+        #expect(try ServeWriteAPITests.served(server, "cli.example.com").status == 404)
+        // The server unreachable: exit 2.
+        let closed = try AASABinary.run(["site", "get", "cli.example.com", "--admin", "http://127.0.0.1:\(try freePort())", "--token-file", tokens.path])
+        #expect(closed.status == 2, "\(closed.stderr)")
+    }
+}
