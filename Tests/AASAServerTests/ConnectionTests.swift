@@ -13,6 +13,8 @@ final class FakeWire {
     var written: [UInt8] = []
     /// Writes answer `.wantWrite` while set.
     var writeBlocked = false
+    /// When set, each write takes at most what is left of it, then the socket is full.
+    var writeBudget: Int?
     var handshakeScript: [ServerHandshake] = []
     var tlsStarted = false
     var tlsDropped = 0
@@ -47,6 +49,12 @@ struct FakeIO: ConnectionIO {
 
     mutating func write(_ bytes: UnsafeRawPointer, count: Int) -> TLSStream.Progress {
         if wire.writeBlocked { return .wantWrite }
+        var count = count
+        if let budget = wire.writeBudget {
+            guard budget > 0 else { return .wantWrite }
+            count = min(count, budget)
+            wire.writeBudget = budget - count
+        }
         wire.written.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: count))
         return .done(count)
     }
@@ -306,5 +314,22 @@ private let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nH
         let rig = ConnectionRig(listener: .http)
         _ = rig.arrive(request)
         #expect(rig.connection.handle(.drain) == .close)
+    }
+
+    @Test func aPeerThatReadsSteadilyButNeverDrainsTheOutputKeepsItBounded() {
+        // Pipelined requests keep arriving while the socket takes a little of the output each
+        // turn: the written part must not stay in the buffer.
+        let rig = ConnectionRig(listener: .http)
+        _ = rig.connection.handle(.start)
+        let request = Array("GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: unknown.example\r\n\r\n".utf8)
+        var largest = 0
+        for _ in 0..<3_000 {
+            rig.wire.writeBudget = 600
+            _ = rig.arrive(request + request + request + request)
+            _ = rig.connection.handle(.ready(Epoll.writable))
+            largest = max(largest, rig.connection.heldOutputBytes)
+        }
+        #expect(rig.wire.written.count > 1_500_000, "\(rig.wire.written.count) bytes written")
+        #expect(largest < 1024 * 1024, "the buffer held \(largest) bytes")
     }
 }

@@ -415,6 +415,49 @@ private let cancel: UInt32 = 0x8
         #expect(server.session.isClosing)
     }
 
+    @Test func aRequestNotCompleteWithinTenSecondsIsResetWhateverKeepsTheConnectionBusy() {
+        let server = ServerUnderTest()
+        server.receive(Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false) + Wire.get(stream: 3))
+        _ = server.read()
+        // A PING every 2 s keeps the connection busy; the body of stream 1 never ends.
+        for _ in 0..<4 {
+            server.clock.now += 2_000
+            server.receive(Wire.ping())
+            if let deadline = server.session.deadline, server.clock.now >= deadline { server.session.deadlineReached(output: &server.output) }
+            _ = server.read()
+        }
+        #expect(server.session.deadline.map { $0 == Int64(1_010_000) } == true, "the request’s own deadline: \(String(describing: server.session.deadline))")
+        server.clock.now = 1_000_000 + 10_000
+        server.session.deadlineReached(output: &server.output)
+        let frames = Frame.parse(server.read())
+        #expect(frames.contains { $0.type == Frame.rstStream && $0.stream == 1 && $0.errorCode == 8 }, "\(frames)")
+        #expect(!frames.contains { $0.type == Frame.goAway })
+        #expect(!server.session.isClosing)
+        // The connection goes on: a new request is served.
+        server.receive(Wire.get(stream: 5))
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.headers && $0.stream == 5 })
+    }
+
+    @Test func aResponseWaitingOnAZeroWindowForSixtySecondsIsReset() {
+        let server = ServerUnderTest(dispatch: FakeDispatch { siteResponse(size: 2_000, for: $0) })
+        // SETTINGS_INITIAL_WINDOW_SIZE 0: the stream's window is closed.
+        server.receive(Wire.preface + Wire.settings([(0x4, 0)]) + Wire.get(stream: 1))
+        let first = Frame.parse(server.read())
+        #expect(first.contains { $0.type == Frame.headers && $0.stream == 1 })
+        #expect(!first.contains { $0.type == Frame.data })
+        for _ in 0..<5 {
+            server.clock.now += 10_000
+            server.receive(Wire.ping())
+            _ = server.read()
+        }
+        #expect(server.session.deadline.map { $0 == Int64(1_060_000) } == true, "\(String(describing: server.session.deadline))")
+        server.clock.now = 1_000_000 + 60_000
+        server.session.deadlineReached(output: &server.output)
+        let frames = Frame.parse(server.read())
+        #expect(frames.contains { $0.type == Frame.rstStream && $0.stream == 1 && $0.errorCode == 8 }, "\(frames)")
+        #expect(server.session.openStreams == 0)
+    }
+
     @Test func pingsDoNotKeepAnIdleConnectionOpen() {
         let server = ServerUnderTest()
         server.receive(Wire.clientStart)

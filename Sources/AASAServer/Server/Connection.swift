@@ -404,6 +404,8 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
 
     /// The capacity of the output buffer the connection holds between events (tests).
     var heldOutputCapacity: Int { output.buffer.capacity }
+    /// Bytes the output buffer holds now, written or not (tests).
+    var heldOutputBytes: Int { output.buffer.count }
 
     /// Nothing left to send: not in the output, not inside TLS.
     private var allSent: Bool { output.isEmpty && !io.hasPendingOutput }
@@ -475,6 +477,9 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     }
 
     private func waitForWrite(_ r: TLSStream.Progress) -> Bool {
+        // The session may append while bytes wait: what was written goes, so the buffer holds
+        // only what is still to write (docs/serving.md, "HTTP/2").
+        output.dropWritten()
         switch r {
         case .wantWrite: return true
         case .wantRead: writeNeedsReadable = true; return true

@@ -25,6 +25,13 @@ package struct HTTP2Configuration: Sendable {
     /// No open stream for this long (or open streams with no input and no output written for
     /// this long): GOAWAY and close. Milliseconds.
     var idleTimeout: Int64 = 60_000
+    /// A request whose header block and body are not complete this long after its HEADERS frame
+    /// is reset, whatever other frames keep the connection busy (HTTP/1.1's 408 rule: a client
+    /// holding a stream open with a PING every few seconds ties it up no longer). Milliseconds.
+    var requestTimeout: Int64 = 10_000
+    /// A response that waits this long on a zero flow-control window (the stream's or the
+    /// connection's) is reset: a client that never opens its window holds it no longer.
+    var blockedTimeout: Int64 = 60_000
     /// Responses stop being framed once this many bytes wait in `Output`: a client that never
     /// reads costs at most this much buffer; the rest stays in the send queue, unframed (DATA is
     /// copied from the prepared body only when it is framed).

@@ -91,6 +91,12 @@ final package class HTTP2Session: ProtocolSession {
     /// `Output` held the high-water mark's worth of bytes when frames were last written.
     private var isBackedUp = false
 
+    /// Streams whose request is not complete yet, with the time it must be (HEADERS without
+    /// END_STREAM or END_HEADERS; a usual GET never enters), oldest first.
+    private var unfinished: [(stream: HTTP2Stream, by: Int64)] = []
+    /// Streams waiting on a zero window, with the time they are reset, oldest first.
+    private var blocked: [(stream: HTTP2Stream, by: Int64)] = []
+
     /// When the last stream closed (or the session began): the idle timeout counts from here.
     private var idleSince: Int64
     /// The last input, or output written: with streams open, the stall timeout counts from here.
@@ -220,8 +226,32 @@ final package class HTTP2Session: ProtocolSession {
             sendFinalGoAway(&output)
             return
         }
-        guard let deadline, clock.now >= deadline else { return }
+        resetOverdueStreams(&output)
+        guard !isTerminated, let deadline = connectionDeadline, clock.now >= deadline else { return }
         terminate(.noError, &output)
+    }
+
+    /// Resets the streams whose request did not complete in time, or whose response waited on
+    /// a zero window too long (RST_STREAM CANCEL); each is one reset of the server's budget.
+    private func resetOverdueStreams(_ output: inout Output) {
+        pruneStreamDeadlines()
+        while !isTerminated, let first = unfinished.first, first.by <= clock.now {
+            unfinished.removeFirst()
+            reset(first.stream, .cancel, &output)
+            pruneStreamDeadlines()
+        }
+        while !isTerminated, let first = blocked.first, first.by <= clock.now {
+            blocked.removeFirst()
+            reset(first.stream, .cancel, &output)
+            pruneStreamDeadlines()
+        }
+        if !isTerminated { produce(&output) }
+    }
+
+    /// Drops the entries of streams that completed, closed, or got their window back.
+    private func pruneStreamDeadlines() {
+        if !unfinished.isEmpty { unfinished.removeAll { $0.stream.isClosed || $0.stream.isEndedByClient } }
+        if !blocked.isEmpty { blocked.removeAll { $0.stream.isClosed || !$0.stream.isBlocked } }
     }
 
     /// How long after the shutdown notice the final GOAWAY follows: time for requests the
@@ -264,7 +294,17 @@ final package class HTTP2Session: ProtocolSession {
     package var deadline: Int64? {
         if isTerminated { return nil }
         if let finalGoAwayAt { return finalGoAwayAt }
-        return (streams.isEmpty ? idleSince : lastProgress) + configuration.idleTimeout
+        var earliest = connectionDeadline!
+        // The oldest entries come first; entries of streams that moved on only make the
+        // deadline early, and a call then just prunes them.
+        if let first = unfinished.first { earliest = min(earliest, first.by) }
+        if let first = blocked.first { earliest = min(earliest, first.by) }
+        return earliest
+    }
+
+    /// The idle or stall timeout of the connection as a whole.
+    private var connectionDeadline: Int64? {
+        isTerminated ? nil : (streams.isEmpty ? idleSince : lastProgress) + configuration.idleTimeout
     }
 
     /// Streams open now (for tests and metrics).
@@ -398,6 +438,9 @@ final package class HTTP2Session: ProtocolSession {
                                              receiveWindow: configuration.initialWindowSize)
                     streams.insert(stream)
                     target = .request(stream)
+                    if !header.has(FrameFlag.endStream) || !header.has(FrameFlag.endHeaders) {
+                        unfinished.append((stream, clock.now + configuration.requestTimeout))
+                    }
                 } else if settingsAcknowledged {
                     // §5.1.2: the client knows the limit.
                     return fail(.protocolError, "more concurrent streams than allowed", &output)
@@ -768,7 +811,10 @@ final package class HTTP2Session: ProtocolSession {
             guard sendWindow > 0, stream.sendWindow > 0 else {
                 // Waits for a WINDOW_UPDATE (its own, or the connection's); the streams behind
                 // it go on, if only with their HEADERS.
-                stream.isBlocked = true
+                if !stream.isBlocked {
+                    stream.isBlocked = true
+                    blocked.append((stream, clock.now + configuration.blockedTimeout))
+                }
                 stream.isQueued = false
                 sendHead += 1
                 continue

@@ -14,6 +14,20 @@ public struct Output {
     @inlinable
     public var isEmpty: Bool { pending == 0 }
 
+    /// Drops the written prefix once it is this large: a peer that reads steadily but never
+    /// lets the output drain completely (a small receive window, a window opened a little at a
+    /// time) must not make the buffer grow by what it has already read.
+    public static let compactionThreshold = 64 * 1024
+
+    /// Drops what was written, when that is at least ``compactionThreshold`` bytes: what a
+    /// connection holds stays below that plus its high-water mark, whatever its peer's pace.
+    @inlinable
+    mutating public func dropWritten() {
+        guard sent >= Output.compactionThreshold else { return }
+        buffer.removeSubrange(0..<sent)
+        sent = 0
+    }
+
     /// Forgets what was written; keeps a modest buffer's capacity for the next response.
     @inlinable
     mutating public func reset() {
