@@ -202,6 +202,10 @@ import Testing
         Case("a space before a value", Wire.requestBlock(extra: [("x-a", " one")])),
         Case("a content-length that is not digits", Wire.requestBlock(extra: [("content-length", "12a")])),
         Case("a space in a name", Wire.requestBlock(extra: [("x a", "1")])),
+        Case("a :method with a space", Wire.requestBlock(method: "GE T")),
+        Case("an unknown :scheme", Wire.literal(":method", "GET") + Wire.literal(":scheme", "gopher") + Wire.literal(":path", "/")
+            + Wire.literal(":authority", "example.com")),
+        Case("a Host other than :authority", Wire.requestBlock(extra: [("host", "other.example")])),
     ]
 
     @Test(arguments: malformedRequests)
@@ -334,5 +338,30 @@ import Testing
             server.receive(Wire.clientStart + Array([[UInt8]](repeating: frame, count: 200).joined()))
             #expect(server.session.failureReason == "control frame flood")
         }
+    }
+
+    @Test func paddingThatEatsThePriorityFieldsIsAProtocolError() {
+        let server = ServerUnderTest()
+        // PADDED and PRIORITY: pad length 4 over a 5-byte payload leaves nothing for the five
+        // bytes of priority.
+        let frame = Frame(type: Frame.headers, flags: Frame.endStream | Frame.endHeaders | 0x8 | 0x20, stream: 1, payload: [4, 0, 0, 0, 0])
+        server.receive(Wire.clientStart + frame.bytes)
+        let goAway = Frame.parse(server.read()).first { $0.type == Frame.goAway }
+        #expect(goAway?.errorCode == 1, "\(String(describing: goAway))")
+    }
+
+    @Test func dataForAStreamTheServerResetIsIgnoredForAWholeSecondWhateverClosesMeanwhile() {
+        let server = ServerUnderTest()
+        // Stream 1 is reset by the server (its body is over the limit as announced).
+        server.receive(Wire.clientStart + Wire.get(stream: 1, method: "POST", extra: [("content-length", "100000")], endStream: false))
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.rstStream && $0.stream == 1 })
+        // 40 other streams open and close before the client's DATA for stream 1 arrives.
+        for i in 0..<40 { server.receive(Wire.get(stream: UInt32(3 + 2 * i))) }
+        _ = server.read()
+        server.clock.now += 500
+        server.receive(Wire.data(stream: 1, count: 10))
+        let frames = Frame.parse(server.read())
+        #expect(!frames.contains { $0.type == Frame.goAway }, "\(frames.map(\.type))")
+        #expect(!server.session.isClosing)
     }
 }

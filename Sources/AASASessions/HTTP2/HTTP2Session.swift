@@ -409,7 +409,12 @@ final package class HTTP2Session: ProtocolSession {
             return fail(.protocolError, "HEADERS with bad padding", &output)
         }
         if header.has(FrameFlag.priority) {
-            guard fragment.count >= 5 else { return fail(.frameSizeError, "HEADERS too short for its priority", &output) }
+            guard fragment.count >= 5 else {
+                // Padding that leaves no room for the priority fields is padding that exceeds
+                // what remains (§6.2): PROTOCOL_ERROR; a frame simply too short, FRAME_SIZE_ERROR.
+                if header.has(FrameFlag.padded) { return fail(.protocolError, "HEADERS padding over its priority fields", &output) }
+                return fail(.frameSizeError, "HEADERS too short for its priority", &output)
+            }
             // RFC 7540 §5.3.1: a stream cannot depend on itself.
             if Int32(bitPattern: FrameHeader.uint32(fragment, at: 0) & 0x7FFF_FFFF) == id {
                 return fail(.protocolError, "a stream depends on itself", &output)
@@ -525,6 +530,10 @@ final package class HTTP2Session: ProtocolSession {
         switch block.target {
         case .request(let stream):
             if block.malformed != nil || block.check.finish() != nil { return reset(stream, .protocolError, &output) }
+            // §8.3.1: a Host naming another entity than :authority makes the request malformed.
+            if let authority = stream.authority, let host = stream.hostField, authority.host != host.host {
+                return reset(stream, .protocolError, &output)
+            }
             if let length = stream.contentLength, length > configuration.maxRequestBody { return reset(stream, .cancel, &output) }
             if block.endStream { endRequest(stream, &output) }
         case .trailers(let stream):

@@ -33,7 +33,13 @@ struct RequestFieldCheck {
             }
             if pseudo & bit != 0 { return "a repeated pseudo-header field" }
             pseudo |= bit
-            if bit == Pseudo.method, HTTP2Session.equals(value, "CONNECT") { isConnect = true }
+            if bit == Pseudo.method {
+                // RFC 9110 §9.1: a method is a token.
+                if value.isEmpty || !value.allSatisfy(RequestFieldCheck.isTokenByte) { return "a :method that is not a token" }
+                if HTTP2Session.equals(value, "CONNECT") { isConnect = true }
+            }
+            // This server is http and https only (RFC 9113 §8.3.1).
+            if bit == Pseudo.scheme, !HTTP2Session.equals(value, "https"), !HTTP2Session.equals(value, "http") { return "an unknown :scheme" }
             if bit == Pseudo.path, value.isEmpty { return "an empty :path" }
             return nil
         }
@@ -67,6 +73,17 @@ struct RequestFieldCheck {
         case 17:
             return HTTP2Session.equals(name, "transfer-encoding") ? "a connection-specific field" : nil
         default: return nil
+        }
+    }
+
+    /// tchar (RFC 9110 §5.6.2): letters, digits and !#$%&'*+-.^_`|~.
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): return true
+        default: return false
         }
     }
 

@@ -11,6 +11,10 @@ package struct StreamHistory {
     private(set) var highestOpened: Int32 = 0
     private var closed = [(id: Int32, resetByServerAt: Int64?)](repeating: (0, nil), count: 32)
     private var next = 0
+    /// The streams the server reset within the grace, oldest first: kept by time, not among
+    /// the last 32 to close, so a burst of other streams closing cannot end a grace early.
+    /// Bounded by the reset budget (a few hundred a second at most).
+    private var recentResets: [(id: Int32, at: Int64)] = []
 
     /// What a DATA or HEADERS frame on a client stream that is not open means.
     package enum Verdict: Equatable {
@@ -31,6 +35,7 @@ package struct StreamHistory {
             if isHeaders { highestOpened = id }
             return .new
         }
+        if let reset = recentResets.last(where: { $0.id == id }), now - reset.at < StreamHistory.resetGraceMilliseconds { return .late }
         guard let entry = closed.first(where: { $0.id == id }) else {
             // Not among the last to close: a skipped id (implicitly closed, §5.1.1), or one
             // closed long ago.
@@ -43,5 +48,11 @@ package struct StreamHistory {
     mutating func recordClose(_ id: Int32, resetByServerAt: Int64?) {
         closed[next] = (id, resetByServerAt)
         next = (next + 1) % closed.count
+        if let at = resetByServerAt {
+            if let first = recentResets.first, at - first.at >= StreamHistory.resetGraceMilliseconds {
+                recentResets.removeAll { at - $0.at >= StreamHistory.resetGraceMilliseconds }
+            }
+            recentResets.append((id, at))
+        }
     }
 }
