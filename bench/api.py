@@ -1,0 +1,489 @@
+#!/usr/bin/env python3
+"""make bench-api: the write API of the admin listener, timed against a real release `aasa serve`.
+
+For each size N (--sites, default 10000 100000; the data set of bench/sites.py, kept in
+$BENCH_SITES_CACHE) it starts `aasa serve` with --admin-token-file on free loopback ports and
+measures:
+
+  put     PUTs of new sites, one at a time: the PUT's own latency, and the time from sending
+          it to the first 200 GET of the new content on the HTTP listener of the same replica
+          (which should serve it before the PUT is answered); p50 and p99
+  replica a second `aasa serve` on the same --config and --certs (other ports): the time from
+          the first replica's answer to the second's first 200 with the new content, polled
+          with a tight bounded loop; p50 and p99
+  load    a paced writer (several keep-alive connections, --rate writes per second for
+          --seconds) while a paced reader in a process of its own GETs served files: the
+          achieved write rate, write p50/p99, and read p50/p99, with a reader alone before
+          for comparison
+  fsync   the same sequence the folder store makes (mkdir, fsync of the parent, a temporary
+          file written and fsynced, renamed, fsync of the folder), bare, from Python, on the
+          same filesystem: the floor under a PUT
+
+Prints a table and writes bench/results/api-DATE.json. Every server is started here, recorded
+by its PID and stopped by that PID (bench/run.py's helpers), on an error and on a signal too.
+Every loop is bounded in count and in time. Sites written here are named api-K.bench.test and
+removed from the data set afterwards, so bench/sites.py finds it as it left it.
+"""
+import argparse, datetime, http.client, json, multiprocessing, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import free_port, on_signal, start, stop, stop_all, cpu_seconds  # noqa: E402
+import sites  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AASA = os.environ.get("AASA_BIN", os.path.join(ROOT, ".build", "release", "aasa"))
+PATH = "/.well-known/apple-app-site-association"
+FILE = "apple-app-site-association"
+TOKEN = "bench-" + os.urandom(12).hex()
+API_PREFIX = "api-"
+
+
+def api_host(k):
+    return f"{API_PREFIX}{k}.bench.test"
+
+
+def percentile(values, p):
+    """Nearest-rank percentile of a non-empty list."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+
+
+def p50_p99(seconds):
+    return {"p50_ms": percentile(seconds, 50) * 1000, "p99_ms": percentile(seconds, 99) * 1000,
+            "max_ms": max(seconds) * 1000, "count": len(seconds)}
+
+
+class KeepAlive:
+    """One HTTP/1.1 keep-alive connection: request(...) -> (status, headers, body). Reconnects
+    when the server closes it. Every read has a timeout."""
+
+    def __init__(self, port, timeout=10):
+        self.port, self.timeout, self.conn = port, timeout, None
+
+    def request(self, method, path, host="localhost", body=None, headers=None):
+        for attempt in range(2):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                self.conn.connect()
+                self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                h = {"Host": host, **(headers or {})}
+                self.conn.request(method, path, body=body, headers=h)
+                r = self.conn.getresponse()
+                data = r.read()
+                if r.getheader("Connection", "").lower() == "close":
+                    self.close()
+                return r.status, r, data
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def put(conn, host, content):
+    return conn.request("PUT", f"/sites/{host}/{FILE}", body=content.encode(),
+                        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+
+
+class Replica:
+    """One `aasa serve` on the data set's folders, on free loopback ports."""
+
+    def __init__(self, root, work, name, api):
+        self.https, self.http, self.admin = free_port(), free_port(), free_port()
+        self.log_path = os.path.join(work, f"{name}.log")
+        self.log = open(self.log_path, "w")
+        argv = [AASA, "serve", "--config", os.path.join(root, "config"), "--certs", os.path.join(root, "certs"),
+                "--https", f"127.0.0.1:{self.https}", "--http", f"127.0.0.1:{self.http}", "--admin", f"127.0.0.1:{self.admin}",
+                "--workers", "2", "--cdn-watch", "off", "--max-connections-per-client", "0"]
+        if api:
+            tokens = os.path.join(work, "tokens")
+            with open(tokens, "w") as f:
+                f.write(f"bench:{TOKEN}\n")
+            argv += ["--admin-token-file", tokens]
+        started = time.monotonic()
+        self.proc = start(argv, stdout=subprocess.DEVNULL, stderr=self.log)
+        deadline = started + 600
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"aasa exited ({self.proc.returncode}): see {self.log_path}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.admin), timeout=1) as s:
+                    s.sendall(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                    if s.recv(12).startswith(b"HTTP/1.1 200"):
+                        break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        else:
+            raise SystemExit(f"aasa not ready after 600 s: see {self.log_path}")
+        self.ready_s = time.monotonic() - started
+
+    def reload_times_ms(self):
+        """The server's own `reloaded: ... in N ms` figures, in order."""
+        with open(self.log_path) as f:
+            return [int(m) for m in re.findall(r"reloaded: .* in (\d+) ms", f.read())]
+
+    def stop(self):
+        stop(self.proc)
+        self.log.close()
+
+
+def wait_served(conn, host, content, deadline_s=5.0, max_polls=100_000):
+    """GETs until a 200 with exactly `content`, or the bound: (ok, polls)."""
+    want = content.encode()
+    end = time.perf_counter() + deadline_s
+    for polls in range(1, max_polls + 1):
+        status, _, body = conn.request("GET", PATH, host=host)
+        if status == 200 and body == want:
+            return True, polls
+        if time.perf_counter() > end:
+            return False, polls
+    return False, max_polls
+
+
+def measure_puts(replica, count, first_key):
+    """PUT of a new site, then GET on the same replica until it serves it."""
+    admin, http = KeepAlive(replica.admin), KeepAlive(replica.http)
+    put_times, served_times, first_get_ok, failures = [], [], 0, []
+    reloads_before = len(replica.reload_times_ms())
+    cpu_before = cpu_seconds([replica.proc.pid])
+    try:
+        for i in range(count):
+            host = api_host(first_key + i)
+            content = sites.body(first_key + i, f"put{i}-{time.time_ns()}")
+            t0 = time.perf_counter()
+            status, _, answer = put(admin, host, content)
+            t1 = time.perf_counter()
+            if status != 201:
+                failures.append(f"{host}: PUT {status} {answer[:200]!r}")
+                continue
+            ok, polls = wait_served(http, host, content)
+            t2 = time.perf_counter()
+            if not ok:
+                failures.append(f"{host}: not served after {polls} GETs")
+                continue
+            first_get_ok += polls == 1
+            put_times.append(t1 - t0)
+            served_times.append(t2 - t0)
+    finally:
+        admin.close()
+        http.close()
+    cpu = cpu_seconds([replica.proc.pid]) - cpu_before
+    reloads = replica.reload_times_ms()[reloads_before:]
+    return {"put": p50_p99(put_times), "put_to_served": p50_p99(served_times), "first_get_served": f"{first_get_ok}/{len(served_times)}",
+            "server_cpu_ms_per_put": cpu * 1000 / max(1, count), "server_reload_ms": p50_p99([r / 1000 for r in reloads]) if reloads else None,
+            "failures": failures[:10], "failed": len(failures)}
+
+
+def measure_replica(first, second, count, first_key):
+    """PUT through the first replica; poll the second until it serves the new content."""
+    admin, http = KeepAlive(first.admin), KeepAlive(second.http)
+    times, polls_total, failures = [], 0, []
+    try:
+        for i in range(count):
+            host = api_host(first_key + i)
+            content = sites.body(first_key + i, f"replica{i}-{time.time_ns()}")
+            status, _, answer = put(admin, host, content)
+            t_answer = time.perf_counter()
+            if status != 201:
+                failures.append(f"{host}: PUT {status} {answer[:200]!r}")
+                continue
+            ok, polls = wait_served(http, host, content)
+            if not ok:
+                failures.append(f"{host}: second replica not serving after {polls} GETs")
+                continue
+            times.append(time.perf_counter() - t_answer)
+            polls_total += polls
+    finally:
+        admin.close()
+        http.close()
+    return {"answer_to_second_served": p50_p99(times) if times else None, "polls_per_put": polls_total / max(1, len(times)),
+            "failures": failures[:10], "failed": len(failures)}
+
+
+def reader(port, hosts, rate, seconds, out):
+    """A process of its own (no lock shared with the writers): GETs at `rate` per second, paced,
+    over one keep-alive connection; each latency from the request's own start."""
+    # Forked: the parent's handlers would stop the parent's servers from here.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    conn = KeepAlive(port)
+    rng = random.Random(7)
+    times, errors = [], 0
+    start_at = time.perf_counter()
+    total = int(rate * seconds)
+    for k in range(total):
+        due = start_at + k / rate
+        now = time.perf_counter()
+        if due > now:
+            time.sleep(due - now)
+        if time.perf_counter() - start_at > seconds + 5:
+            break
+        t0 = time.perf_counter()
+        try:
+            status, _, _ = conn.request("GET", PATH, host=rng.choice(hosts))
+        except OSError:
+            status = 0
+        times.append(time.perf_counter() - t0)
+        errors += status != 200
+    conn.close()
+    out.put({"reads": len(times), "errors": errors, "elapsed_s": time.perf_counter() - start_at, **p50_p99(times)})
+
+
+def run_reader(port, hosts, rate, seconds):
+    queue = multiprocessing.Queue()
+    proc = multiprocessing.Process(target=reader, args=(port, hosts, rate, seconds, queue), daemon=True)
+    proc.start()
+    return proc, queue
+
+
+def collect(proc, queue, seconds):
+    try:
+        result = queue.get(timeout=seconds + 30)
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    return result
+
+
+def measure_load(replica, n, rate, seconds, connections, pool, read_rate):
+    """Writes paced at `rate` per second over `connections` keep-alive connections to the admin
+    listener, each to one of `pool` API sites (a create the first time, then a replacement),
+    while a reader in its own process GETs the data set's sites at `read_rate` per second."""
+    hosts = [sites.host(i) for i in random.Random(3).sample(range(n), min(n, 2000))]
+    proc, queue = run_reader(replica.http, hosts, read_rate, 5)
+    alone = collect(proc, queue, 5)
+
+    total = int(rate * seconds)
+    lock = threading.Lock()
+    next_slot = [0]
+    results = []  # (sent - due, latency, done - due, status, done - start)
+    start_at = time.perf_counter() + 0.5
+
+    def writer():
+        conn = KeepAlive(replica.admin)
+        try:
+            while True:
+                with lock:
+                    k = next_slot[0]
+                    next_slot[0] += 1
+                if k >= total:
+                    return
+                due = start_at + k / rate
+                now = time.perf_counter()
+                if due > now:
+                    time.sleep(due - now)
+                if time.perf_counter() - start_at > seconds + 10:
+                    return
+                sent = time.perf_counter()
+                try:
+                    status, _, _ = put(conn, api_host(k % pool), sites.body(k % pool, f"load{k}"))
+                except OSError:
+                    status = 0
+                done = time.perf_counter()
+                with lock:
+                    results.append((sent - due, done - sent, done - due, status, done - start_at))
+        finally:
+            conn.close()
+
+    reads_proc, reads_queue = run_reader(replica.http, hosts, read_rate, seconds + 0.5)
+    cpu_before = cpu_seconds([replica.proc.pid])
+    threads = [threading.Thread(target=writer) for _ in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 30)
+    elapsed = max(time.perf_counter() - start_at, 1e-9)
+    cpu = cpu_seconds([replica.proc.pid]) - cpu_before
+    during = collect(reads_proc, reads_queue, seconds + 0.5)
+    ok = [r for r in results if r[3] in (200, 201)]
+    # Writes answered over the time from the first slot to the last answer (at least the
+    # schedule's length): a writer that falls behind stretches it.
+    last_done = max((r[4] for r in ok), default=0.0)
+    return {
+        "target_rate": rate, "seconds": seconds, "connections": connections, "sent": len(results), "ok": len(ok),
+        "achieved_rate": len(ok) / max(last_done, seconds), "writes_span_s": last_done,
+        "write": p50_p99([r[1] for r in ok]) if ok else None,
+        # From the time the write was due, so a writer held up by a slow answer still counts the wait.
+        "write_from_schedule": p50_p99([r[2] for r in ok]) if ok else None,
+        "server_cpu_share": cpu / elapsed, "late_sends": sum(1 for r in ok if r[0] > 0.005),
+        "reads_alone": alone, "reads_during_writes": during,
+    }
+
+
+def bare_fsync(directory, count):
+    """What the folder store does for a new site, from Python on the same filesystem: mkdir and
+    fsync of the parent, a temporary file written, fsynced, renamed, and the folder fsynced."""
+    parent = os.path.join(directory, "fsync-probe")
+    shutil.rmtree(parent, ignore_errors=True)
+    os.makedirs(parent)
+    data = sites.body(1, "probe").encode()
+    whole, file_only = [], []
+    try:
+        for i in range(count):
+            t0 = time.perf_counter()
+            folder = os.path.join(parent, f"site{i}")
+            os.mkdir(folder)
+            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(fd)
+            os.close(fd)
+            t1 = time.perf_counter()
+            tmp = os.path.join(folder, ".file.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmp, os.path.join(folder, FILE))
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(fd)
+            os.close(fd)
+            t2 = time.perf_counter()
+            whole.append(t2 - t0)
+            file_only.append(t2 - t1)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+    return {"new_site": p50_p99(whole), "replace_file": p50_p99(file_only)}
+
+
+def remove_api_sites(config):
+    """The sites this script wrote, gone from the data set (only names it makes)."""
+    removed = 0
+    with os.scandir(config) as entries:
+        for e in entries:
+            if e.name.startswith(API_PREFIX) and e.name.endswith(".bench.test"):
+                shutil.rmtree(e.path, ignore_errors=True)
+                removed += 1
+    return removed
+
+
+def measure(n, args):
+    root = sites.generate(n)
+    config = os.path.join(root, "config")
+    remove_api_sites(config)
+    work = tempfile.mkdtemp(prefix="aasa-bench-api-")
+    row = {"sites": n}
+    try:
+        row["fsync"] = bare_fsync(root, args.puts)
+        first = Replica(root, work, "first", api=True)
+        row["ready_s"] = first.ready_s
+        try:
+            # A few writes first: the first ones pay for code and pages not touched yet.
+            measure_puts(first, 5, 900_000)
+            row["puts"] = measure_puts(first, args.puts, 0)
+            print(f"{n}: PUT {json.dumps(row['puts'])}", file=sys.stderr, flush=True)
+            if args.replica_puts:
+                second = Replica(root, work, "second", api=False)
+                try:
+                    row["replica"] = measure_replica(first, second, args.replica_puts, 100_000)
+                finally:
+                    second.stop()
+                print(f"{n}: replica {json.dumps(row['replica'])}", file=sys.stderr, flush=True)
+            if args.seconds > 0:
+                row["load"] = measure_load(first, n, args.rate, args.seconds, args.connections, args.pool, args.read_rate)
+                print(f"{n}: load {json.dumps(row['load'])}", file=sys.stderr, flush=True)
+        finally:
+            first.stop()
+    finally:
+        remove_api_sites(config)
+        shutil.rmtree(work, ignore_errors=True)
+    return row
+
+
+def fmt(v, digits=1):
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def table(rows):
+    lines = []
+    head = ["figure"] + [f"{r['sites']:,} sites" for r in rows]
+    if len(rows) >= 2:
+        head.append(f"{rows[-1]['sites']:,} / {rows[0]['sites']:,}")
+
+    def line(label, values, ratio=True):
+        cells = [label] + [fmt(v) for v in values]
+        if len(rows) >= 2:
+            a, b = values[0], values[-1]
+            cells.append(f"{b / a:.2f}" if ratio and a and b is not None else "")
+        lines.append("| " + " | ".join(cells) + " |")
+
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    get = lambda r, *keys: _dig(r, keys)
+    line("ready (s)", [get(r, "ready_s") for r in rows])
+    line("PUT answered, p50 (ms)", [get(r, "puts", "put", "p50_ms") for r in rows])
+    line("PUT answered, p99 (ms)", [get(r, "puts", "put", "p99_ms") for r in rows])
+    line("PUT sent to first 200 GET of it, p50 (ms)", [get(r, "puts", "put_to_served", "p50_ms") for r in rows])
+    line("PUT sent to first 200 GET of it, p99 (ms)", [get(r, "puts", "put_to_served", "p99_ms") for r in rows])
+    lines.append("| served by the first GET after the answer | " + " | ".join(str(get(r, "puts", "first_get_served")) for r in rows)
+                 + (" | |" if len(rows) >= 2 else " |"))
+    line("server: reload of the new site, p50 (ms, its log)", [get(r, "puts", "server_reload_ms", "p50_ms") for r in rows])
+    line("server: reload of the new site, p99 (ms, its log)", [get(r, "puts", "server_reload_ms", "p99_ms") for r in rows])
+    line("server CPU per PUT (ms)", [get(r, "puts", "server_cpu_ms_per_put") for r in rows])
+    line("bare mkdir+fsync, write+fsync+rename+fsync, p50 (ms)", [get(r, "fsync", "new_site", "p50_ms") for r in rows])
+    line("bare mkdir+fsync, write+fsync+rename+fsync, p99 (ms)", [get(r, "fsync", "new_site", "p99_ms") for r in rows])
+    line("second replica: PUT answer to its first 200, p50 (ms)", [get(r, "replica", "answer_to_second_served", "p50_ms") for r in rows])
+    line("second replica: PUT answer to its first 200, p99 (ms)", [get(r, "replica", "answer_to_second_served", "p99_ms") for r in rows])
+    line("paced writes: achieved (writes/s)", [get(r, "load", "achieved_rate") for r in rows])
+    line("paced writes: PUT p50 (ms)", [get(r, "load", "write", "p50_ms") for r in rows])
+    line("paced writes: PUT p99 (ms)", [get(r, "load", "write", "p99_ms") for r in rows])
+    line("paced writes: from due time, p99 (ms)", [get(r, "load", "write_from_schedule", "p99_ms") for r in rows])
+    line("reads alone: GET p50 (ms)", [get(r, "load", "reads_alone", "p50_ms") for r in rows])
+    line("reads alone: GET p99 (ms)", [get(r, "load", "reads_alone", "p99_ms") for r in rows])
+    line("reads during writes: GET p50 (ms)", [get(r, "load", "reads_during_writes", "p50_ms") for r in rows])
+    line("reads during writes: GET p99 (ms)", [get(r, "load", "reads_during_writes", "p99_ms") for r in rows])
+    line("reads during writes: errors", [get(r, "load", "reads_during_writes", "errors") for r in rows], ratio=False)
+    return "\n".join(lines)
+
+
+def _dig(row, keys):
+    v = row
+    for k in keys:
+        if not isinstance(v, dict) or k not in v:
+            return None
+        v = v[k]
+    return v
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sites", type=int, nargs="+", default=[10000, 100000], help="data set sizes (default 10000 100000)")
+    parser.add_argument("--puts", type=int, default=200, help="PUTs of new sites per size (default 200)")
+    parser.add_argument("--replica-puts", type=int, default=200, help="PUTs watched on a second replica (default 200; 0: none)")
+    parser.add_argument("--rate", type=float, default=500, help="paced writes per second (default 500)")
+    parser.add_argument("--seconds", type=float, default=10, help="length of the paced writes (default 10; 0: none)")
+    parser.add_argument("--connections", type=int, default=4, help="writer connections (default 4)")
+    parser.add_argument("--pool", type=int, default=500, help="API sites the paced writes cycle over (default 500)")
+    parser.add_argument("--read-rate", type=float, default=1000, help="paced GETs per second of the reader (default 1000)")
+    args = parser.parse_args()
+    if not os.path.exists(AASA):
+        raise SystemExit(f"no {AASA}: build with swift build -c release")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    rows = []
+    try:
+        for n in args.sites:
+            rows.append(measure(n, args))
+    finally:
+        stop_all()
+    text = table(rows)
+    print(text)
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    out = {"date": now.isoformat(timespec="seconds"), "commit": commit, "cores": os.cpu_count(), "args": vars(args), "rows": rows, "table": text}
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    path = os.path.join(ROOT, "bench", "results", f"api-{now.date().isoformat()}.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"\nwritten to {os.path.relpath(path, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
