@@ -26,6 +26,7 @@ removed from the data set afterwards, so bench/sites.py finds it as it left it.
 """
 import argparse, datetime, json, multiprocessing, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import free_port, on_signal, start, stop, stop_all, cpu_seconds  # noqa: E402
 import sites  # noqa: E402
@@ -167,10 +168,11 @@ def wait_served(conn, host, content, deadline_s=5.0, max_polls=5_000_000):
     return False, max_polls
 
 
-def process_cpu_ns(pid):
-    """CPU time of every thread of the process, at nanosecond resolution (schedstat), where
-    /proc/PID/stat counts clock ticks of 10 ms."""
-    return sum(run for run, _ in thread_times(pid).values())
+def cpu_since_ns(pid, before):
+    """CPU time the process's threads spent since `before` (thread_times), at nanosecond
+    resolution where /proc/PID/stat counts 10 ms ticks. Threads that ended meanwhile (the
+    start-up's loaders) are left out, not subtracted."""
+    return sum(run - before.get(tid, (0, 0))[0] for tid, (run, _) in thread_times(pid).items())
 
 
 def measure_puts(replica, count, first_key):
@@ -178,7 +180,7 @@ def measure_puts(replica, count, first_key):
     admin, http = KeepAlive(replica.admin), KeepAlive(replica.http)
     put_times, served_times, first_get_ok, failures = [], [], 0, []
     reloads_before = len(replica.reload_times_ms())
-    cpu_before = process_cpu_ns(replica.proc.pid)
+    cpu_before = thread_times(replica.proc.pid)
     try:
         for i in range(count):
             host = api_host(first_key + i)
@@ -202,7 +204,7 @@ def measure_puts(replica, count, first_key):
     finally:
         admin.close()
         http.close()
-    cpu = (process_cpu_ns(replica.proc.pid) - cpu_before) / 1e9
+    cpu = cpu_since_ns(replica.proc.pid, cpu_before) / 1e9
     reloads = replica.reload_times_ms()[reloads_before:]
     return {"put": p50_p99(put_times), "put_to_served": p50_p99(served_times), "first_get_served": f"{first_get_ok}/{len(served_times)}",
             "server_cpu_ms_per_put": cpu * 1000 / max(1, count), "server_reload_ms": p50_p99([r / 1000 for r in reloads]) if reloads else None,
