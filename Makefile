@@ -289,8 +289,9 @@ bench-sites: deps
 
 # The write API (bench/api.py) on bench-sites' data sets: a PUT's latency and the time to the
 # first GET of the new content, the same on a second replica sharing the folders, and paced
-# writes (500/s for 10 s) with read latency meanwhile. Not part of `make test`; about 5 minutes
-# once the data sets exist. BENCH_API_ARGS="--sites 1000 10000" for smaller sizes (see --help).
+# writes (500/s for 10 s) with read latency meanwhile; 3 rounds. Not part of `make test`; about
+# 10 minutes once the data sets exist (100 000 sites take 2 to 3 minutes to generate, once).
+# BENCH_API_ARGS="--sites 1000 10000 --rounds 1" for a quicker run (python3 bench/api.py --help).
 BENCH_API_ARGS ?=
 bench-api: deps
 	$(call apt_install,$(BENCH_SITES_PACKAGES))

@@ -19,7 +19,9 @@ measures:
           file written and fsynced, renamed, fsync of the folder), bare, from Python, on the
           same filesystem: the floor under a PUT
 
-Prints a table and writes bench/results/api-DATE.json. Every server is started here, recorded
+The sizes alternate over --rounds rounds (default 3); each figure is the median of the rounds
+with the lowest and highest. Prints a table and writes bench/results/api-DATE.json (--output
+for another file). Every server is started here, recorded
 by its PID and stopped by that PID (bench/run.py's helpers), on an error and on a signal too.
 Every loop is bounded in count and in time. Sites written here are named api-K.bench.test and
 removed from the data set afterwards, so bench/sites.py finds it as it left it.
@@ -578,6 +580,7 @@ def main():
     parser.add_argument("--connections", type=int, default=4, help="writer connections (default 4)")
     parser.add_argument("--pool", type=int, default=500, help="API sites the paced writes cycle over (default 500)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, the sizes alternated in each (default 3)")
+    parser.add_argument("--output", help="results file (default bench/results/api-DATE.json)")
     parser.add_argument("--read-rate", type=float, default=1000, help="paced GETs per second of the reader (default 1000)")
     args = parser.parse_args()
     if not os.path.exists(AASA):
@@ -599,11 +602,11 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc)
     out = {"date": now.isoformat(timespec="seconds"), "commit": commit, "cores": os.cpu_count(), "args": vars(args),
            "rounds": {str(n): rows for n, rows in sizes.items()}, "table": text}
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    path = os.path.join(ROOT, "bench", "results", f"api-{now.date().isoformat()}.json")
+    path = args.output or os.path.join(ROOT, "bench", "results", f"api-{now.date().isoformat()}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
-    print(f"\nwritten to {os.path.relpath(path, ROOT)}")
+    print(f"\nwritten to {path}")
 
 
 if __name__ == "__main__":
