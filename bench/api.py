@@ -26,7 +26,7 @@ by its PID and stopped by that PID (bench/run.py's helpers), on an error and on 
 Every loop is bounded in count and in time. Sites written here are named api-K.bench.test and
 removed from the data set afterwards, so bench/sites.py finds it as it left it.
 """
-import argparse, datetime, json, multiprocessing, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, datetime, json, math, multiprocessing, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +48,7 @@ def api_host(k):
 def percentile(values, p):
     """Nearest-rank percentile of a non-empty list."""
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+    return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
 def p50_p99(seconds):
@@ -57,8 +57,8 @@ def p50_p99(seconds):
 
 
 class KeepAlive:
-    """One HTTP/1.1 keep-alive connection over a raw socket (http.client costs the client more
-    CPU than the server spends on a request, on a machine of two cores): request(...) ->
+    """One HTTP/1.1 keep-alive connection over a raw socket (lighter than http.client: the
+    client shares the two cores with the server): request(...) ->
     (status, body). Reconnects when the server closes it; every read has a timeout; the
     answers read are the server's own (Content-Length framed, or none)."""
 
