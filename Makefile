@@ -19,7 +19,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -324,6 +324,17 @@ bench-sites: deps
 	$(call apt_install,$(BENCH_SITES_PACKAGES))
 	$(SWIFT) build -c release --product aasa
 	BENCH_SITES_COUNTS="$(BENCH_SITES_COUNTS)" python3 bench/sites.py
+
+# The write API (bench/api.py) on bench-sites' data sets: a PUT's latency and the time to the
+# first GET of the new content, the same on a second replica sharing the folders, and paced
+# writes (500/s for 10 s) with read latency meanwhile; 3 rounds. Not part of `make test`; about
+# 10 minutes once the data sets exist (100 000 sites take 2 to 3 minutes to generate, once).
+# BENCH_API_ARGS="--sites 1000 10000 --rounds 1" for a quicker run (python3 bench/api.py --help).
+BENCH_API_ARGS ?=
+bench-api: deps
+	$(call apt_install,$(BENCH_SITES_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	python3 bench/api.py $(BENCH_API_ARGS)
 
 # Instructions and syscalls per request under callgrind (bench/instr.py): aasa, nginx and h2o.
 # Not part of `make test`; about 10 minutes. `INSTR_ARGS="--scale 0.5 --runs 2"` for a quicker run.
