@@ -346,7 +346,10 @@ final class DirectoryWatcher {
         let wanted = Dictionary(directories, uniquingKeysWith: { a, _ in a })
         for path in byDirectory.keys where wanted[path] == nil { detach(directory: path) }
         for path in byParent.keys where parents[path] == nil { detach(parent: path) }
-        for (path, role) in directories { refresh(path, role: role, announce: false) }
+        // The parents and the roots first: when the per-user limit of watches runs out (two
+        // replicas of 100 000 folders each), it is site folders that go unwatched, checked a
+        // slice at a time, and never the roots, whose loss meant listing every certificate
+        // every 10 s (make bench-api, docs/performance.md).
         for (path, names) in parents {
             let identity = Identity(path)
             if let current = byParent[path], current.identity == identity {
@@ -359,6 +362,9 @@ final class DirectoryWatcher {
             watches[wd, default: Watch()].names = names
             byParent[path] = (wd, identity)
         }
+        let isRoot = Set(roots)
+        for (path, role) in directories where isRoot.contains(path) { refresh(path, role: role, announce: false) }
+        for (path, role) in directories where !isRoot.contains(path) { refresh(path, role: role, announce: false) }
         settle()
     }
 
