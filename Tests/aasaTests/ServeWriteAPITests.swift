@@ -381,6 +381,11 @@ final class Guarded<Value>: @unchecked Sendable {
         let plain = try RawHTTP.exchange(port: server.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(!plain.contains("\r\n\r\nok"), "\(plain)")
         #expect(!server.log.contains("bearer tokens cross the network in the clear"))
+        // `aasa health` asks over HTTPS when told to (the image's HEALTHCHECK reads AASA_ADMIN_TLS).
+        let health2 = try AASABinary.run(["health", "--admin", "127.0.0.1:\(server.admin)"], environment: ["AASA_ADMIN_TLS": "sites"])
+        #expect(health2.status == 0 && health2.stdout == "healthy\n", "\(health2.stdout) \(health2.stderr)")
+        let plainProbe = try AASABinary.run(["health", "--admin", "127.0.0.1:\(server.admin)"], environment: ["AASA_ADMIN_TLS": ""])
+        #expect(plainProbe.status == 1, "\(plainProbe.stdout) \(plainProbe.stderr)")
     }
 
     @Test func anAdminCertificateThatDoesNotExistEndsTheStart() throws {
