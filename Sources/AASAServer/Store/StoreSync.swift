@@ -133,14 +133,7 @@ final class StoreSync: @unchecked Sendable {
         self.applied = newest
         guard !keys.isEmpty else { return }
         var scope = ReloadScope()
-        for key in keys {
-            let change: StoreChange?
-            if key.kind == "file" {
-                change = try fileChange(c, host: key.host, name: key.name)
-            } else {
-                change = try certificateChange(c, name: key.name)
-            }
-            guard let change else { continue }
+        for change in try currentRows(c, keys) {
             do {
                 if let s = try change.apply(to: copy) { scope.formUnion(s) }
             } catch {
@@ -150,25 +143,72 @@ final class StoreSync: @unchecked Sendable {
         if !scope.isEmpty { publisher.reload(scope) }
     }
 
-    /// The row as it is now; nil for a row no site can have (logged).
-    private func fileChange(_ c: PostgresConnection, host: String, name: String) throws(PostgresError) -> StoreChange? {
-        guard let site = SiteName(host), site.description == host,
-              let kind = AssociationFileKind.allCases.first(where: { $0.fileName == name }) else {
-            log.warning("store: aasa_files row (\(host.debugDescription), \(name.debugDescription)) is not a site's association file; ignored")
-            return nil
+    /// The rows the changes name, as they are now (absent: deleted), read a thousand hosts or
+    /// names per query: a catch-up of 10 000 changes is a few round trips, not 10 000.
+    private func currentRows(_ c: PostgresConnection, _ keys: [(kind: String, host: String, name: String)]) throws(PostgresError) -> [StoreChange] {
+        var wantedFiles: [String: [(SiteName, AssociationFileKind)]] = [:]
+        var wantedCertificates: [String] = []
+        for key in keys {
+            if key.kind == "file" {
+                guard let site = SiteName(key.host), site.description == key.host,
+                      let kind = AssociationFileKind.allCases.first(where: { $0.fileName == key.name }) else {
+                    log.warning("store: aasa_files row (\(key.host.debugDescription), \(key.name.debugDescription)) is not a site's association file; ignored")
+                    continue
+                }
+                wantedFiles[key.host, default: []].append((site, kind))
+            } else if WriteAPI.isCertificateName(key.name) {
+                wantedCertificates.append(key.name)
+            } else {
+                log.warning("store: aasa_certificates row \(key.name.debugDescription) is not a certificate name (letters, digits, . - _); ignored")
+            }
         }
-        let rows = try c.execute("SELECT content FROM aasa_files WHERE host = $1 AND name = $2", [.text(host), .text(name)])
-        return .file(site, kind, rows.count == 0 ? nil : rows[0, 0] ?? [])
+        var changes: [StoreChange] = []
+        let hosts = Array(wantedFiles.keys)
+        for start in stride(from: 0, to: hosts.count, by: 1000) {
+            let batch = Array(hosts[start..<min(hosts.count, start + 1000)])
+            let rows = try c.execute("SELECT host, name, content FROM aasa_files WHERE host = ANY($1::text[])", [.text(StoreSync.arrayLiteral(batch))])
+            var found: [String: [UInt8]] = [:]
+            for i in 0..<rows.count {
+                guard let host = rows.text(i, 0), let name = rows.text(i, 1) else { continue }
+                found[host + "/" + name] = rows[i, 2] ?? []
+            }
+            for host in batch {
+                for (site, kind) in wantedFiles[host] ?? [] { changes.append(.file(site, kind, found[host + "/" + kind.fileName])) }
+            }
+        }
+        for start in stride(from: 0, to: wantedCertificates.count, by: 1000) {
+            let batch = Array(wantedCertificates[start..<min(wantedCertificates.count, start + 1000)])
+            let rows = try c.execute("SELECT name, chain, key FROM aasa_certificates WHERE name = ANY($1::text[])", [.text(StoreSync.arrayLiteral(batch))])
+            var found: [String: (String, String)] = [:]
+            for i in 0..<rows.count {
+                guard let name = rows.text(i, 0) else { continue }
+                found[name] = (rows.text(i, 1) ?? "", rows.text(i, 2) ?? "")
+            }
+            for name in batch {
+                if let (chain, key) = found[name] {
+                    if let change = opened(name, chain: chain, key: key) { changes.append(change) }
+                } else {
+                    changes.append(.certificate(name, chain: nil, key: nil))
+                }
+            }
+        }
+        return changes
     }
 
-    private func certificateChange(_ c: PostgresConnection, name: String) throws(PostgresError) -> StoreChange? {
-        guard WriteAPI.isCertificateName(name) else {
-            log.warning("store: aasa_certificates row \(name.debugDescription) is not a certificate name (letters, digits, . - _); ignored")
-            return nil
+    /// A PostgreSQL array literal of text values (`{"a","b"}`), each quoted with `"` and `\`
+    /// escaped.
+    static func arrayLiteral(_ values: [String]) -> String {
+        var out = "{"
+        for (i, v) in values.enumerated() {
+            if i > 0 { out += "," }
+            out += "\""
+            for c in v {
+                if c == "\"" || c == "\\" { out += "\\" }
+                out.append(c)
+            }
+            out += "\""
         }
-        let rows = try c.execute("SELECT chain, key FROM aasa_certificates WHERE name = $1", [.text(name)])
-        guard rows.count > 0 else { return .certificate(name, chain: nil, key: nil) }
-        return opened(name, chain: rows.text(0, 0) ?? "", key: rows.text(0, 1) ?? "")
+        return out + "}"
     }
 
     /// A certificate row with its key opened; nil (logged, the copy left as it is) when the
@@ -226,7 +266,10 @@ final class StoreSync: @unchecked Sendable {
         publisher.reload(.everything)
         let first = applied == nil
         applied = revision
-        recent = []
+        // The revisions this load already reflects, so the next pass does not read their rows again.
+        let seen = try c.execute("SELECT revision FROM aasa_changes WHERE revision > $1 AND revision <= $2",
+                                 [.text(String(max(0, revision - StoreSync.window))), .text(String(revision))])
+        recent = Set((0..<seen.count).compactMap { seen.int64($0, 0) })
         log.info("store: loaded \(keptSites.count) sites (\(files.count) files) and \(certificates.count) certificates from PostgreSQL in \(monotonicMilliseconds() - started) ms")
         if first { state.ready.store(true, ordering: .releasing) }
     }
