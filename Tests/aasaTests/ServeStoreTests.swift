@@ -236,6 +236,29 @@ struct ServeStoreTests {
         #expect(r.stderr.contains("newer than this aasa knows"), "\(r.stderr)")
     }
 
+    @Test func theLocalCopyOfAKilledReplicaIsRemovedByTheNextStart() throws {
+        let pg = try PostgresCluster()
+        try Self.prepare(pg)
+        try Self.upsert(pg, "copy.example.com", appFile("/c"))
+        let killed = try Self.replica(pg.url)
+        // "loaded N sites (…) from /tmp/aasa-store-PID-XXXXXX/config in …"
+        let line = try #require(killed.log.split(separator: "\n").first { $0.contains("aasa-store-") })
+        let from = try #require(line.range(of: " from "))
+        let config = String(line[from.upperBound...].prefix { $0 != " " })
+        let root = String(config.dropLast("/config".count))
+        #expect(FileManager.default.fileExists(atPath: root))
+        _ = killed.stop(signal: SIGKILL)
+        #expect(FileManager.default.fileExists(atPath: root), "a killed process leaves its copy")
+        let next = try Self.replica(pg.url)
+        #expect(Self.within(5) { !FileManager.default.fileExists(atPath: root) }, "\(next.log)")
+        // A replica stopped by SIGTERM removes its own.
+        let line2 = try #require(next.log.split(separator: "\n").first { $0.contains("aasa-store-") })
+        let from2 = try #require(line2.range(of: " from "))
+        let root2 = String(String(line2[from2.upperBound...].prefix { $0 != " " }).dropLast("/config".count))
+        #expect(next.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: root2))
+    }
+
     @Test func acmeWithTheStoreIsRefusedUntilItCanBeShared() throws {
         let r = try Shell.run(AASABinary.url.path, ["serve", "--store", "postgres://x@127.0.0.1:1/x", "--acme"])
         #expect(r.status != 0 && r.stderr.contains("--acme with --store is not supported yet"), "\(r.stderr)")

@@ -108,6 +108,7 @@ public final class Server {
             do {
                 let made = try LocalCopy()
                 copy = made
+                LocalCopy.removeAbandoned(log: log)
                 configuration.configDirectory = made.config
                 configuration.certsDirectory = made.certs
                 try PostgresStartup.check(url: url, log: log)

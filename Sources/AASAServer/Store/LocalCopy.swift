@@ -16,9 +16,18 @@ struct LocalCopy {
         var description: String
     }
 
+    /// The folder copies are made in: $TMPDIR, else /tmp.
+    static var base: String {
+        getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    }
+
+    /// `aasa-store-PID-`: the process that owns a copy, so a later start can tell the copies
+    /// of processes that are gone (killed before they could remove theirs).
+    private static let prefix = "aasa-store-"
+
     init() throws(Failure) {
-        let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array((base + "/aasa-store-XXXXXX").utf8CString)
+        let base = LocalCopy.base
+        var template = Array((base + "/" + LocalCopy.prefix + "\(getpid())-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
             throw Failure(description: "cannot make the local copy under \(base): \(String(cString: strerror(errno)))")
         }
@@ -28,22 +37,41 @@ struct LocalCopy {
         }
     }
 
-    /// Removes the copy, every file in it.
-    func remove() {
-        LocalCopy.removeTree(root)
+    /// Removes the copy, for at most `budgetMilliseconds`: a copy of 100 000 sites takes longer
+    /// to unlink than a shutdown may last, and what is left is removed by the next start.
+    func remove(budgetMilliseconds: Int64 = 1_000) {
+        LocalCopy.removeTree(root, until: monotonicMilliseconds() + budgetMilliseconds)
     }
 
-    private static func removeTree(_ path: String) {
+    /// Removes, off the start's path, the copies whose processes are gone.
+    static func removeAbandoned(log: Log) {
+        _ = startThread {
+            var removed = 0
+            for entry in (try? DirectoryListing.entries(in: base)) ?? [] where entry.name.hasPrefix(prefix) {
+                let rest = entry.name.dropFirst(prefix.count)
+                guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid != getpid() else { continue }
+                // kill(pid, 0): ESRCH when no such process; anything else means it may live.
+                if kill(pid, 0) == 0 || errno != ESRCH { continue }
+                if removeTree(base + "/" + entry.name, until: Int64.max) { removed += 1 }
+            }
+            if removed > 0 { log.info("store: removed \(removed) local copies left by processes that are gone") }
+        }
+    }
+
+    /// True when everything was removed in time.
+    @discardableResult
+    private static func removeTree(_ path: String, until deadline: Int64) -> Bool {
         for entry in (try? DirectoryListing.entries(in: path)) ?? [] {
+            if monotonicMilliseconds() >= deadline { return false }
             let child = path + "/" + entry.name
             var st = stat()
             if lstat(child, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
-                removeTree(child)
+                if !removeTree(child, until: deadline) { return false }
             } else {
                 unlink(child)
             }
         }
-        rmdir(path)
+        return rmdir(path) == 0
     }
 }
 
