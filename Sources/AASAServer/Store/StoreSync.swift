@@ -231,6 +231,8 @@ final class StoreSync: @unchecked Sendable {
         var keptFiles: Set<String> = []
         var keptCertificates: Set<String> = []
         var problems = 0
+        var changes: [StoreChange] = []
+        changes.reserveCapacity(files.count + certificates.count)
         for i in 0..<files.count {
             guard let host = files.text(i, 0), let name = files.text(i, 1), let site = SiteName(host), site.description == host,
                   let kind = AssociationFileKind.allCases.first(where: { $0.fileName == name }) else {
@@ -239,7 +241,7 @@ final class StoreSync: @unchecked Sendable {
             }
             keptSites.insert(host)
             keptFiles.insert(host + "/" + name)
-            do { _ = try StoreChange.file(site, kind, files[i, 2] ?? []).apply(to: copy) } catch { log.error("store: \(error.message)") }
+            changes.append(.file(site, kind, files[i, 2] ?? []))
         }
         for i in 0..<certificates.count {
             guard let name = certificates.text(i, 0), WriteAPI.isCertificateName(name) else {
@@ -247,19 +249,32 @@ final class StoreSync: @unchecked Sendable {
                 continue
             }
             keptCertificates.insert(name)
-            guard let change = opened(name, chain: certificates.text(i, 1) ?? "", key: certificates.text(i, 2) ?? "") else { continue }
-            do { _ = try change.apply(to: copy) } catch { log.error("store: \(error.message)") }
+            if let change = opened(name, chain: certificates.text(i, 1) ?? "", key: certificates.text(i, 2) ?? "") { changes.append(change) }
         }
-        // What the copy holds that the store no longer does.
-        for entry in (try? DirectoryListing.entries(in: copy.configDirectory)) ?? [] where !entry.name.hasPrefix(".") {
-            guard let site = SiteName(entry.name) else { continue }
-            for kind in AssociationFileKind.allCases where !keptFiles.contains(entry.name + "/" + kind.fileName) {
-                _ = try? copy.deleteFile(site, kind)
+        // One thread: creating entries in one folder from two serialises on the folder's lock
+        // anyway (a parallel version measured no faster here).
+        var failures = 0
+        for change in changes {
+            do throws(StoreError) {
+                _ = try change.apply(to: copy)
+            } catch {
+                failures += 1
+                if failures <= 20 { log.error("store: cannot write the local copy: \(error.message)") }
             }
         }
-        if let certs = copy.certsDirectory {
-            for entry in (try? DirectoryListing.entries(in: certs)) ?? [] where !entry.name.hasPrefix(".") && !keptCertificates.contains(entry.name) {
-                _ = try? copy.deleteCertificate(entry.name)
+        // What the copy holds that the store no longer does (a copy made at this start holds
+        // nothing else).
+        if applied != nil {
+            for entry in (try? DirectoryListing.entries(in: copy.configDirectory)) ?? [] where !entry.name.hasPrefix(".") {
+                guard let site = SiteName(entry.name) else { continue }
+                for kind in AssociationFileKind.allCases where !keptFiles.contains(entry.name + "/" + kind.fileName) {
+                    _ = try? copy.deleteFile(site, kind)
+                }
+            }
+            if let certs = copy.certsDirectory {
+                for entry in (try? DirectoryListing.entries(in: certs)) ?? [] where !entry.name.hasPrefix(".") && !keptCertificates.contains(entry.name) {
+                    _ = try? copy.deleteCertificate(entry.name)
+                }
             }
         }
         if problems > 0 { log.warning("store: \(problems) rows are not a site's association file or a certificate name; ignored") }
