@@ -86,11 +86,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `aasa monitor`: domains served by something else, watched as Apple's bot, Apple's CDN
+        // and Google see them. Not serving: it reaches the check sequence and the CDN schedule
+        // through the client, never the server.
+        .target(
+            name: "AASAMonitor",
+            dependencies: [
+                "AASACore",
+                "AASAHTTP",
+                "AASAClient",
+                "AASATransport",
+                "AASACommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "aasa",
             dependencies: [
                 "AASACore",
                 "AASACommands",
+                "AASAMonitor",
                 "AASAClient",
                 "AASATransport",
                 "AASAServer",
