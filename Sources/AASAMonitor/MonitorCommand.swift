@@ -60,6 +60,9 @@ package struct MonitorCommand: ParsableCommand {
     var format: OutputFormat?
 
     package func run() throws {
+        // Before any thread starts (the log's writer is one): every thread made after this
+        // inherits the blocked signals, so only the signal thread takes them.
+        let signals = once ? nil : MonitorSignals()
         guard let path = domains ?? environment("AASA_DOMAINS"), !path.isEmpty else {
             throw ValidationError("--domains FILE is required (or AASA_DOMAINS)")
         }
@@ -125,7 +128,7 @@ package struct MonitorCommand: ParsableCommand {
             return
         }
 
-        let signals = MonitorSignals()
+        guard let signals else { preconditionFailure("no signal thread outside --once") }
         let admin: MonitorAdmin
         do { admin = try MonitorAdmin(address: adminAddress!, monitor: monitor) } catch {
             FileHandleOutput.standardError.write("aasa monitor: --admin \(adminAddress!): \(error)\n")
@@ -144,6 +147,7 @@ package struct MonitorCommand: ParsableCommand {
             return domains
         })
         log.info("monitor: stopping")
+        LogStream.standardError.flush(until: monotonicMilliseconds() + 2000)
     }
 
     private func environment(_ name: String) -> String? {
