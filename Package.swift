@@ -120,6 +120,8 @@ let package = Package(
         // stream over a socket pair, event loops in process with millisecond timeouts.
         .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASATransport", "AASASessions", "AASAClient", "AASAHTTP", "AASACore",
                                                            "CNghttp2", "COpenSSL", "ChildProcess"]),
+        // The monitor's pure parts: the domains file, Google's statements, the state and story.
+        .testTarget(name: "AASAMonitorTests", dependencies: ["AASAMonitor", "AASAClient", "AASACore"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa", "ChildProcess"]),
     ],

@@ -4,14 +4,14 @@ import AASATransport
 import AASAClient
 
 /// A version of an origin's AASA file: its ETag, else a hash of its bytes (docs/monitor.md).
+/// Only the bytes are kept, as the server keeps only the bytes of what it serves: a parsed
+/// document costs many times its size, and the monitor holds one file per domain.
 package final class OriginVersion: CDNReference {
     package let etag: String
     package let bytes: [UInt8]
-    package let aasaFile: AASAFile?
 
     package init(file: AASAFile, etag: String?) {
         bytes = file.bytes
-        aasaFile = file
         self.etag = etag ?? "sha256:" + SHA256Digest.hash(file.bytes).prefix(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
@@ -19,8 +19,10 @@ package final class OriginVersion: CDNReference {
     package init() {
         etag = ""
         bytes = []
-        aasaFile = nil
     }
+
+    /// Read again from the bytes when the CDN's copy is compared with it.
+    package var aasaFile: AASAFile? { bytes.isEmpty ? nil : AASAFile(bytes: bytes) }
 }
 
 /// Everything one check of a domain found: the origin (the `check` sequence, the bot-blocked

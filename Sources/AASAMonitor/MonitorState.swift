@@ -139,7 +139,10 @@ package struct MonitorState {
         record.origin = OriginStatus(state: state, since: state == old.state ? old.since : wall, checkedAt: wall,
                                      version: findings.good?.etag ?? (findings.report.file != nil ? findings.report.etag : nil) ?? old.version,
                                      checks: findings.checks)
-        record.report = findings.report
+        // What `--once` prints after `validate`; the file itself is in `lastGood`, as bytes.
+        var report = findings.report
+        report.file = nil
+        record.report = report
         count("origin", state.rawValue)
         if let blocked = findings.botBlocked { count("bot-blocked", blocked ? "fail" : "pass") }
         if state != old.state {

@@ -177,7 +177,8 @@ package struct CDNSchedule {
         let window = started ? settings.soonMicroseconds : settings.spreadsFirstPass ? settings.intervalMicroseconds : 0
         let ordered = added.sorted { $0.key < $1.key }
         for (k, w) in ordered.enumerated() {
-            let due = now + window * Int64(k) / Int64(max(1, ordered.count))
+            // Without a window, a microsecond apart: started in that order, not the heap's.
+            let due = now + (window == 0 ? Int64(k) : window * Int64(k) / Int64(max(1, ordered.count)))
             var site = Site(key: w.key, host: w.host, served: w.served, status: .pending(since: wall), due: due)
             reschedule(&site, at: due)
             sites[w.key] = site
