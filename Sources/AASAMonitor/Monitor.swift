@@ -73,6 +73,10 @@ package final class Monitor: Sendable {
     /// One line per change of state, as the server's CDN watch writes them.
     private func write(_ changes: [StateChange]) {
         for c in changes {
+            if let summary = c.summary {
+                log.info(summary)
+                continue
+            }
             let message = "\(c.check): \(c.host) \(c.from) -> \(c.to) after \(c.after)" + (c.reason.map { ": \($0)" } ?? "")
             let level: Log.Level = c.bad ? .warning : .info
             guard level >= log.minimum else { continue }

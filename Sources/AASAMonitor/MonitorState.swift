@@ -59,6 +59,8 @@ package struct StateChange: Sendable {
     package var after: String
     package var reason: String?
     package var bad: Bool
+    /// Set for the count that ends a pass's first results (``FirstResults``): the line itself.
+    package var summary: String?
 }
 
 /// The monitor's state: the shared CDN schedule (which keeps each domain's CDN copy and decides
@@ -71,6 +73,10 @@ package struct MonitorState {
     package var propagation = Histogram(bounds: [60, 300, 900, 1800, 3600, 7200, 14_400, 28_800, 43_200, 86_400, 172_800, 345_600])
     /// The domains file was read once (`/readyz`).
     package var ready = false
+    /// First results past 20 of a state are counted, not logged, until every domain has one.
+    private var firstOrigin = FirstResults<OriginState>()
+    private var firstCDN = FirstResults<CDNStatus.State>()
+    private var firstGoogle = FirstResults<GoogleStatus.State>()
     let googleOn: Bool
 
     package init(settings: CDNSchedule.Settings, googleOn: Bool) {
@@ -147,8 +153,8 @@ package struct MonitorState {
         if let blocked = findings.botBlocked { count("bot-blocked", blocked ? "fail" : "pass") }
         if state != old.state {
             record.tell(wall, "origin \(old.state.rawValue) -> \(state.rawValue)" + (reason.map { ": \($0)" } ?? ""))
-            changes.append(StateChange(check: "origin", host: host, from: old.state.rawValue, to: state.rawValue,
-                                       after: durationText(milliseconds: wall - old.since), reason: reason, bad: state == .failing || state == .warn))
+            if old.state != .pending || firstOrigin.count(state) { changes.append(StateChange(check: "origin", host: host, from: old.state.rawValue, to: state.rawValue,
+                                       after: durationText(milliseconds: wall - old.since), reason: reason, bad: state == .failing || state == .warn)) }
         }
 
         // cdn
@@ -159,8 +165,10 @@ package struct MonitorState {
             case .first(_, _, let to):
                 let status = schedule.sites[check.key]?.status
                 record.tell(wall, "cdn pending -> \(to.rawValue)\(MonitorState.detail(status))")
-                changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue,
-                                           after: durationText(milliseconds: wall - (previousCDN?.since ?? wall)), reason: nil, bad: to != .current))
+                if firstCDN.count(to) {
+                    changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue,
+                                               after: durationText(milliseconds: wall - (previousCDN?.since ?? wall)), reason: nil, bad: to != .current))
+                }
             case .changed(_, let from, let to, let after):
                 let status = schedule.sites[check.key]?.status
                 record.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue)\(MonitorState.detail(status))")
@@ -187,32 +195,54 @@ package struct MonitorState {
             if g.state != oldGoogle.state {
                 let why = g.detail ?? (g.differs.isEmpty ? nil : g.differs.joined(separator: "; "))
                 record.tell(wall, "google \(oldGoogle.state.rawValue) -> \(g.state.rawValue)" + (why.map { ": \($0)" } ?? ""))
-                changes.append(StateChange(check: "google", host: host, from: oldGoogle.state.rawValue, to: g.state.rawValue,
-                                           after: durationText(milliseconds: wall - oldGoogle.since), reason: why,
-                                           bad: g.state == .stale || g.state == .failing))
+                if oldGoogle.state != .pending || firstGoogle.count(g.state) {
+                    changes.append(StateChange(check: "google", host: host, from: oldGoogle.state.rawValue, to: g.state.rawValue,
+                                               after: durationText(milliseconds: wall - oldGoogle.since), reason: why,
+                                               bad: g.state == .stale || g.state == .failing))
+                }
             }
         }
         records[check.key] = record
-        return changes
+        return changes + summaries()
     }
 
     /// Checks the schedule gave up on (no answer within the bound): their CDN state becomes
     /// `unreachable` (timeout); the origin keeps its last state.
     package mutating func expire(now: Int64, wall: Int64) -> [StateChange] {
         var changes: [StateChange] = []
-        for event in schedule.expire(now: now, wall: wall) {
+        let events = schedule.expire(now: now, wall: wall)
+        if events.isEmpty { return [] }
+        for event in events {
             switch event {
             case .checked(let s): count("cdn", s.rawValue)
             case .first(_, let host, let to):
                 records[host]?.tell(wall, "cdn pending -> \(to.rawValue): the check got no answer in time")
-                changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue, after: "0s", reason: "timeout", bad: true))
+                if firstCDN.count(to) {
+                    changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue, after: "0s", reason: "timeout", bad: true))
+                }
             case .changed(let host, let from, let to, let after):
                 records[host]?.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue): the check got no answer in time")
                 changes.append(StateChange(check: "cdn", host: host, from: from.rawValue, to: to.rawValue,
                                            after: durationText(milliseconds: after), reason: "timeout", bad: true))
             }
         }
-        return changes
+        return changes + summaries()
+    }
+
+    /// Once every domain has its first result: how many more of each state were not logged.
+    private mutating func summaries() -> [StateChange] {
+        guard schedule.pendingCount == 0 else { return [] }
+        var out: [StateChange] = []
+        func add(_ check: String, _ counts: [(String, Int)]) {
+            for (state, more) in counts {
+                out.append(StateChange(check: check, host: "", from: "", to: state, after: "", reason: nil, bad: false,
+                                       summary: "\(check): \(more) more domains \(state) at their first check"))
+            }
+        }
+        add("origin", firstOrigin.finish().map { ($0.0.rawValue, $0.1) })
+        add("cdn", firstCDN.finish().map { ($0.0.rawValue, $0.1) })
+        add("google", firstGoogle.finish().map { ($0.0.rawValue, $0.1) })
+        return out
     }
 
     static func detail(_ status: CDNStatus?) -> String {

@@ -404,3 +404,18 @@ extension MonitorRunningTests {
         _ = monitor
     }
 }
+
+extension MonitorRunningTests {
+    @Test func theFirstResultsOfAPassAreSummarisedPast20OfAState() throws {
+        let directory = try TemporaryDirectory()
+        let refused = try freePort()
+        let file = try directory.write("domains.txt", (0..<25).map { "d\($0).example connect=127.0.0.1:\(refused)\n" }.joined())
+        let monitor = try MonitorProcess(["--domains", file, "--interval", "2", "--rate", "100", "--dal-base", "off",
+                                          "--cdn-base", "http://127.0.0.1:\(refused)"])
+        #expect(monitor.waitForLog("origin: 5 more domains failing at their first check"))
+        #expect(monitor.waitForLog("cdn: 5 more domains unreachable at their first check"))
+        let lines = monitor.log.split(separator: "\n")
+        #expect(lines.count { $0.contains("origin: d") && $0.contains(" pending -> failing") } == 20)
+        #expect(lines.count { $0.contains("cdn: d") && $0.contains(" pending -> unreachable") } == 20)
+    }
+}
