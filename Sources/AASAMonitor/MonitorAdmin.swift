@@ -96,13 +96,15 @@ package final class MonitorAdmin: Sendable {
     }
 
     /// Pages as the server's `/status` pages sites: in byte order of host, `after` the last one
-    /// shown, at most `limit` (default and maximum 1 000), `state=` on the origin's state,
+    /// shown, at most `limit` (1 to 1 000, default 1 000), `state=` on the origin's state,
     /// `domain=HOST` for one domain (404 when it is not watched).
     private func status(_ query: [String: String]) -> (Int, String, String) {
         var limit = 1000
         if let text = query["limit"] {
-            guard let n = Int(text), n >= 1 else { return (400, "application/json", #"{"error":"limit must be a number from 1"}"# + "\n") }
-            limit = min(n, 1000)
+            guard let n = Int(text), (1...1000).contains(n) else {
+                return (400, "application/json", #"{"error":"limit must be a whole number from 1 to 1000"}"# + "\n")
+            }
+            limit = n
         }
         var stateFilter: OriginState?
         if let text = query["state"] {

@@ -346,6 +346,7 @@ private final class Changing: @unchecked Sendable {
         let one = try monitor.status("?domain=example.com")
         #expect((one["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["example.com"])
         #expect(try monitor.get("/status?state=sideways").status == 400)
+        #expect(try monitor.get("/status?limit=1001").status == 400)
     }
 
     @Test func anOriginChangeIsToldInTheStoryAndTheCDNCatchingUpSaysHowLongItTook() throws {
