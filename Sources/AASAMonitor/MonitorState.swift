@@ -143,7 +143,7 @@ package struct MonitorState {
         let old = record.origin
         let reason = findings.checks.first { $0.status == (state == .failing ? .fail : .warn) }.map { "\($0.name): \($0.message)" }
         record.origin = OriginStatus(state: state, since: state == old.state ? old.since : wall, checkedAt: wall,
-                                     version: findings.good?.etag ?? (findings.report.file != nil ? findings.report.etag : nil) ?? old.version,
+                                     version: findings.good?.etag ?? findings.report.file.map { OriginVersion(file: $0, etag: findings.report.etag).etag } ?? old.version,
                                      checks: findings.checks)
         // What `--once` prints after `validate`; the file itself is in `lastGood`, as bytes.
         var report = findings.report

@@ -128,6 +128,15 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(story.map { $0["event"] as? String ?? "" }.contains("origin pending -> ok"))
     }
 
+    @Test func withoutAnETagTheVersionIsAHashOfTheBody() throws {
+        let world = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom)])
+        let r = try world.once(["--format", "json"])
+        let domain = try #require((try r.json()["domains"] as? [[String: Any]])?.first)
+        let version = try #require((domain["origin"] as? [String: Any])?["version"] as? String)
+        let sha = try Shell.run("/bin/sh", ["-c", "printf '%s' \"$0\" | sha256sum", exampleCom]).stdout.prefix(16)
+        #expect(version == "sha256:\(sha)")
+    }
+
     @Test func anOriginThatAnswersApplesBotDifferentlyFromBrowsersFailsBotBlocked() throws {
         let world = try World(origin: { request in
             let head = String(decoding: request, as: UTF8.self)
