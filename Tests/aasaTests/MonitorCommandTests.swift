@@ -224,6 +224,13 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(r.stdout.hasSuffix("1 domain: 1 ok, 0 warn, 0 failing\n"))
     }
 
+    @Test func theDomainsFileMayBeNamedByAASA_DOMAINS() throws {
+        let world = try World.good()
+        let r = try AASABinary.run(["monitor", "--once"] + world.arguments, environment: ["AASA_DOMAINS": try world.domains()], timeout: 120)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.hasSuffix("1 domain: 1 ok, 0 warn, 0 failing\n"))
+    }
+
     @Test func badUsageExitsTwo() throws {
         #expect(try AASABinary.run(["monitor", "--once"]).status == 2)
         #expect(try AASABinary.run(["monitor", "--domains", "/nonexistent/domains.txt", "--once"]).status == 2)
@@ -331,6 +338,19 @@ private final class Changing: @unchecked Sendable {
         let started = Date()
         #expect(monitor.process.stop(signal: SIGTERM, grace: 10) == 0)
         #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    @Test func withTheJSONLogAChangeOfStateIsAnObjectNamingTheCheckHostAndStates() throws {
+        let world = try World.good()
+        let monitor = try MonitorProcess(["--domains", try world.domains(), "--log-format", "json"] + world.arguments)
+        #expect(monitor.waitForLog(#""check":"cdn""#))
+        let line = try #require(monitor.log.split(separator: "\n").first { $0.contains(#""check":"origin""#) })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["host"] as? String == "example.com")
+        #expect(object["from"] as? String == "pending")
+        #expect(object["to"] as? String == "ok")
+        #expect(object["level"] as? String == "info")
+        #expect(object["after"] is String)
     }
 
     @Test func statusPagesAndFiltersTheDomains() throws {
