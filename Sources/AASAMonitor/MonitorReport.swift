@@ -121,7 +121,7 @@ package enum MonitorReport {
                 case .failing, .unreachable: .fail
                 case .pending: .skip
                 }
-                line("\(host): cdn: \(verdict.rawValue): \(cdn.state.rawValue)\(MonitorState.detail(cdn))")
+                line("\(host): cdn: \(verdict.rawValue): \(cdn.state.rawValue)\(MonitorState.detail(cdn, comparedWith: record.lastGood))")
             }
             if let g = record.google {
                 let verdict: CheckStatus = switch g.state {

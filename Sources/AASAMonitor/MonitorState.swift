@@ -153,8 +153,10 @@ package struct MonitorState {
         if let blocked = findings.botBlocked { count("bot-blocked", blocked ? "fail" : "pass") }
         if state != old.state {
             record.tell(wall, "origin \(old.state.rawValue) -> \(state.rawValue)" + (reason.map { ": \($0)" } ?? ""))
-            if old.state != .pending || firstOrigin.count(state) { changes.append(StateChange(check: "origin", host: host, from: old.state.rawValue, to: state.rawValue,
-                                       after: durationText(milliseconds: wall - old.since), reason: reason, bad: state == .failing || state == .warn)) }
+            if old.state != .pending || firstOrigin.count(state) {
+                changes.append(StateChange(check: "origin", host: host, from: old.state.rawValue, to: state.rawValue,
+                                           after: durationText(milliseconds: wall - old.since), reason: reason, bad: state == .failing || state == .warn))
+            }
         }
 
         // cdn
@@ -164,14 +166,14 @@ package struct MonitorState {
                 count("cdn", s.rawValue)
             case .first(_, _, let to):
                 let status = schedule.sites[check.key]?.status
-                record.tell(wall, "cdn pending -> \(to.rawValue)\(MonitorState.detail(status))")
+                record.tell(wall, "cdn pending -> \(to.rawValue)\(MonitorState.detail(status, comparedWith: record.lastGood))")
                 if firstCDN.count(to) {
                     changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue,
                                                after: durationText(milliseconds: wall - (previousCDN?.since ?? wall)), reason: nil, bad: to != .current))
                 }
             case .changed(_, let from, let to, let after):
                 let status = schedule.sites[check.key]?.status
-                record.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue)\(MonitorState.detail(status))")
+                record.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue)\(MonitorState.detail(status, comparedWith: record.lastGood))")
                 changes.append(StateChange(check: "cdn", host: host, from: from.rawValue, to: to.rawValue,
                                            after: durationText(milliseconds: after), reason: nil, bad: to != .current))
             }
@@ -245,9 +247,10 @@ package struct MonitorState {
         return out
     }
 
-    static func detail(_ status: CDNStatus?) -> String {
+    static func detail(_ status: CDNStatus?, comparedWith good: OriginVersion?) -> String {
         guard let status else { return "" }
         switch status.state {
+        case .stale where good == nil: return ": the origin has served no good file to compare the CDN's copy with"
         case .stale: return ": the CDN still serves an older version (\(status.differs.joined(separator: "; ")))"
         case .failing:
             var text = ": the CDN answers \(status.httpStatus ?? 0)"

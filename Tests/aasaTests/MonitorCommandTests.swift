@@ -160,6 +160,8 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(r.status == 1)
         #expect(line(r, "bot-blocked") == "pass: a browser gets 404 Not Found too: the origin does not single out Apple's bot")
         #expect(line(r, "assetlinks") == "skip: not validated: 404 Not Found for GET \(assetLinksPath)")
+        // The CDN's copy has nothing to be compared with.
+        #expect(line(r, "cdn") == "warn: stale: the origin has served no good file to compare the CDN's copy with")
     }
 
     @Test func aCDNCopyOfAnOlderVersionIsStaleAndSaysWhatDiffers() throws {

@@ -142,7 +142,8 @@ package struct CDNAnswer: Sendable, Equatable {
             case .same: return (.current, [])
             case .differs(let differences): return (.stale, differences)
             case .cdnNotJSON: return (.stale, ["the CDN's copy is not JSON"])
-            case .originUnreadable: return (.stale, ["the file served is not JSON"])
+            // No file at all: the monitor before an origin served a good one.
+            case .originUnreadable: return (.stale, [served == nil ? "the origin has served no good file to compare with" : "the file served is not JSON"])
             }
         }
     }
