@@ -14,9 +14,10 @@ FUZZ_DIR   := .build-fuzz
 FUZZ_TIME  ?= 30
 
 # System packages, installed with apt when missing: what the build needs, and what the tests
-# talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME).
+# talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME),
+# and promtool for the monitor's alerting rules.
 BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
-TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql \
+TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql prometheus \
                   systemd man-db groff-base zsh fish
 
 .PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
@@ -294,6 +295,8 @@ lint-deploy:
 	@python3 -c "import kubernetes_validate" 2>/dev/null || $(PIP_INSTALL) kubernetes-validate
 	@python3 -c "import jsonschema" 2>/dev/null || $(PIP_INSTALL) jsonschema
 	"$(PY_SCRIPTS)/hadolint" Dockerfile
+	$(call apt_install,prometheus)
+	promtool check rules deploy/prometheus/aasa-rules.yaml
 	python3 -m kubernetes_validate --strict --quiet $(foreach m,$(K8S_CORE),$(K8S_DIR)/$(m).yaml) $(K8S_DIR)/postgres/deployment.yaml
 	python3 Scripts/validate-custom-resources.py $(K8S_CRDS) $(K8S_DIR)/certificate.yaml $(K8S_DIR)/clusterissuer.yaml
 	@if python3 Scripts/validate-custom-resources.py $(K8S_CRDS) Tests/Fixtures/cert-manager/invalid-certificate.yaml >/dev/null; then \

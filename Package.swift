@@ -86,11 +86,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `aasa monitor`: domains served by something else, watched as Apple's bot, Apple's CDN
+        // and Google see them. Not serving: it reaches the check sequence and the CDN schedule
+        // through the client, never the server.
+        .target(
+            name: "AASAMonitor",
+            dependencies: [
+                "AASACore",
+                "AASAHTTP",
+                "AASAClient",
+                "AASATransport",
+                "AASACommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "aasa",
             dependencies: [
                 "AASACore",
                 "AASACommands",
+                "AASAMonitor",
                 "AASAClient",
                 "AASATransport",
                 "AASAServer",
@@ -105,6 +120,8 @@ let package = Package(
         // stream over a socket pair, event loops in process with millisecond timeouts.
         .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASATransport", "AASASessions", "AASAClient", "AASAHTTP", "AASACore",
                                                            "CNghttp2", "COpenSSL", "ChildProcess"]),
+        // The monitor's pure parts: the domains file, Google's statements, the state and story.
+        .testTarget(name: "AASAMonitorTests", dependencies: ["AASAMonitor", "AASAClient", "AASACore"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.
         .testTarget(name: "aasaTests", dependencies: ["aasa", "ChildProcess"]),
     ],

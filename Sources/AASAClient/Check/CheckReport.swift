@@ -14,6 +14,12 @@ public struct CheckLine: Sendable, Equatable {
     public var name: String
     public var status: CheckStatus
     public var message: String
+
+    package init(name: String, status: CheckStatus, message: String) {
+        self.name = name
+        self.status = status
+        self.message = message
+    }
 }
 
 /// What `cdn` found, for the JSON report.
@@ -46,6 +52,12 @@ public struct HostReport: Sendable {
     /// OpenSSL's verdict when the origin's certificate did not verify ("certificate has
     /// expired", "unable to get local issuer certificate", …).
     public var certificateFailure: String?
+    /// The HTTP status of `GET /.well-known/apple-app-site-association`, when one came.
+    package var originStatus: Int?
+    /// The origin's `ETag` for the file read, when it sent one.
+    package var etag: String?
+    /// Where the origin was reached (resolved, or `--connect`).
+    package var addresses: [SocketAddress] = []
 
     /// The certificate failed only because no trusted CA issued it: valid otherwise (in date,
     /// for the right name), which is all developer mode asks (docs/aasa-reference.md §4.3).
@@ -85,7 +97,7 @@ public struct HostReport: Sendable {
 
     /// Marks every origin check after `name` (up to `app`; `cdn` stands alone) as not run
     /// because `name` failed.
-    mutating func skipOrigin(after name: String) {
+    mutating package func skipOrigin(after name: String) {
         guard let from = checks.firstIndex(where: { $0.name == name }) else { return }
         for i in (from + 1)..<checks.count where checks[i].name != "cdn" {
             checks[i].status = .skip

@@ -16,6 +16,8 @@ public struct SiteCheck: Sendable {
         /// nil with `--no-cdn`.
         public var cdnBase: HTTPURL? = try? HTTPURL("https://app-site-association.cdn-apple.com")
         public var timeoutSeconds: Double = 10
+        /// What the requests to the origin say they are, in `AASA-Check`: `check`, or `monitor`.
+        package var identity = "check"
 
         public init() {}
     }
@@ -27,7 +29,7 @@ public struct SiteCheck: Sendable {
     /// Sent beside Apple's bot's User-Agent, so a server's record of Apple's fetches does not
     /// take this check for one (docs/apple-view.md, "Fetch record"); the origin's answer cannot
     /// depend on a field that Apple's bot never sends and no rule in front of it knows.
-    public static let ownCheckHeaders = [(name: RequestParser.ownCheckField, value: "check")]
+    public var ownCheckHeaders: [(name: String, value: String)] { [(name: RequestParser.ownCheckField, value: options.identity)] }
     /// `tls` warns when the certificate expires sooner.
     public static let expiryWarningDays = 14
 
@@ -67,8 +69,9 @@ public struct SiteCheck: Sendable {
 
     /// `resolve` to `app`: the origin as the CDN fetches it. When the certificate does not
     /// verify, Apple's CDN gets nothing from the host: the checks after `tls` are then `skip`,
-    /// each saying what the fetch without verification found.
-    private func checkOrigin(_ host: String) -> HostReport {
+    /// each saying what the fetch without verification found. `aasa monitor` runs this part on
+    /// its own, and asks the CDN on its schedule.
+    package func checkOrigin(_ host: String) -> HostReport {
         var report = fetchOrigin(host)
         if report.certificateFailure != nil {
             report.skipOriginUnverified()
@@ -99,6 +102,7 @@ public struct SiteCheck: Sendable {
                 return report
             }
         }
+        report.addresses = addresses
 
         // 2. tls and 3. status, from one exchange
         var configuration = HTTPSClient.Configuration(timeoutSeconds: options.timeoutSeconds, caFile: options.caFile,
@@ -118,7 +122,7 @@ public struct SiteCheck: Sendable {
         var response: HTTPResponse
         var tooLarge: HTTPResponseHead?
         do {
-            response = try client.get(wellKnown, headers: SiteCheck.ownCheckHeaders, deadline: deadline)
+            response = try client.get(wellKnown, headers: ownCheckHeaders, deadline: deadline)
         } catch {
             guard error.phase == .response else {
                 report.unreachableCause = error.isTimeout ? "timeout" : error.phase == .tls ? "tls" : error.phase == .resolve ? "dns" : "connect"
@@ -138,11 +142,12 @@ public struct SiteCheck: Sendable {
             response = HTTPResponse(head: head, body: [], address: addresses[0], tls: error.tls)
         }
         if let tls = response.tls { setTLS(&report, tls, host: host) }
+        report.originStatus = response.status
 
         if response.status != 200, tooLarge == nil {
             let problem = SiteCheck.statusProblem(response, host: host)
             // The legacy location: devices before the CDN tried it second (docs/aasa-reference.md §3.1).
-            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), headers: SiteCheck.ownCheckHeaders,
+            let legacy = try? client.get(HTTPURL(isSecure: true, host: host, target: SiteCheck.legacyPath), headers: ownCheckHeaders,
                                          deadline: deadline)
             if let legacy, legacy.status == 200 {
                 report.set("status", .warn, "\(problem); the file is only at the legacy \(SiteCheck.legacyPath) (200): move it to \(SiteCheck.wellKnownPath), the one location Apple's CDN and alternate modes use")
@@ -182,6 +187,7 @@ public struct SiteCheck: Sendable {
         // 6. validate
         let file = AASAFile(bytes: response.body)
         report.file = file
+        report.etag = response["ETag"]
         report.diagnostics = file.diagnostics
         report.unlistedDiagnostics = file.unlistedCount
         let first = file.diagnostics.first { $0.severity == .error } ?? file.diagnostics.first

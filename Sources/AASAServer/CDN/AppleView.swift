@@ -1,4 +1,5 @@
 import AASACore
+import AASAClient
 import AASAHTTP
 
 /// What Apple sees of each site, beside what the server serves: the last fetches by Apple's

@@ -38,7 +38,7 @@ final class CDNWatch: Sendable {
     private struct WatchState {
         var schedule: CDNSchedule?
         var checks: [CDNStatus.State: Int] = [:]
-        var firstResults = FirstResults()
+        var firstResults = FirstResults<CDNStatus.State>()
     }
 
     init(configuration: CDNWatchConfiguration) {
@@ -278,28 +278,6 @@ final class CDNWatch: Sendable {
             w.key("after"); w.value(change.after)
             w.endObject()
             LogStream.standardError.write(w.output + "\n")
-        }
-    }
-}
-
-/// The first results of a pass, as start-up findings are summarised: 20 lines of each state,
-/// then only a count.
-struct FirstResults {
-    static let linesPerState = 20
-    private var seen: [CDNStatus.State: Int] = [:]
-
-    /// Counts one; true when it gets a line of its own.
-    mutating func count(_ state: CDNStatus.State) -> Bool {
-        seen[state, default: 0] += 1
-        return seen[state]! <= FirstResults.linesPerState
-    }
-
-    /// The states with more results than lines, and how many more; then starts again.
-    mutating func finish() -> [(CDNStatus.State, Int)] {
-        defer { seen = [:] }
-        return CDNStatus.State.allCases.compactMap { state in
-            let n = seen[state] ?? 0
-            return n > FirstResults.linesPerState ? (state, n - FirstResults.linesPerState) : nil
         }
     }
 }

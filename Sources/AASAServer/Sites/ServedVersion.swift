@@ -1,6 +1,7 @@
 import AASACore
 import AASAHTTP
 import AASASessions
+import AASAClient
 
 /// One good version of a site's file and its responses, prepared once when it is loaded:
 /// the hot path copies these bytes and the current date, nothing else (STYLE: prepared bytes).
@@ -41,10 +42,12 @@ public final class ServedVersion: Sendable {
     }
 }
 
-extension ServedVersion {
+extension ServedVersion: CDNReference {
+    package var bytes: [UInt8] { body }
+
     /// The AASA reading of the version served, read again from its bytes when the builder kept
     /// only those (outside development, ``SnapshotBuilder/keepsDocuments``); nil for another kind.
-    var aasaFile: AASAFile? {
+    package var aasaFile: AASAFile? {
         guard file.kind == .aasa else { return nil }
         return file.aasa ?? AASAFile(bytes: file.bytes)
     }

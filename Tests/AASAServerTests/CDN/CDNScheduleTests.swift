@@ -187,6 +187,29 @@ extension CDNScheduleTests {
         for key in ["s0", "s2", "s4"] { #expect(s.sites[key]?.due == dues[key]) }
         #expect(s.pendingCount == 4)
     }
+
+    @Test func withoutSpreadingTheFirstPassEverySiteIsDueAtOncePacedByTheRateAlone() {
+        var settings = CDNSchedule.Settings(intervalSeconds: 3600, rate: 10)
+        settings.spreadsFirstPass = false
+        var s = CDNSchedule(settings: settings)
+        let v = version(oldFile)
+        _ = s.update((0..<5).map { .init(key: "s\($0)", host: "s\($0)", served: v) }, now: 0, wall: 0)
+        let starts = drive(&s, until: second) { _ in ok(oldFile) }
+        #expect(starts.map(\.key) == ["s0", "s1", "s2", "s3", "s4"])
+        // 1/rate apart, and a tenth more.
+        #expect(starts.map(\.time) == [0, 110_000, 220_000, 330_000, 440_000])
+    }
+
+    @Test func anAdoptedVersionIsComparedWithButNotCheckedAgainSoon() throws {
+        var s = CDNSchedule(settings: .init(intervalSeconds: 600, rate: 2))
+        _ = s.update([.init(key: "a", host: "a", served: version(oldFile))], now: 0, wall: 0)
+        let started = s.start(now: 0)
+        let check = try #require(started)
+        s.adopt(version(newFile), for: "a")
+        _ = s.finish(check, ok(newFile), now: second, wall: 1000)
+        #expect(s.sites["a"]?.status.state == .current)
+        #expect(s.nextWake(now: second) == 600 * second)
+    }
 }
 
 @Suite struct CDNAnswerTests {

@@ -1,9 +1,8 @@
 import AASACore
 import AASAHTTP
-import AASAClient
 
-/// What the CDN watch knows of one site's copy at Apple's CDN (docs/apple-view.md), as
-/// `/status` shows it. Times are wall-clock milliseconds.
+/// What is known of one site's copy at Apple's CDN (docs/apple-view.md), as the server's and
+/// the monitor's `/status` show it. Times are wall-clock milliseconds.
 public struct CDNStatus: Sendable, Equatable {
     public enum State: String, Sendable, CaseIterable {
         /// 200 with the same JSON as the version served now (compared as parsed values).
@@ -33,11 +32,11 @@ public struct CDNStatus: Sendable, Equatable {
     /// The apps and keys that differ (only when `stale`), as `aasa check` names them.
     public var differs: [String] = []
 
-    static func pending(since: Int64) -> CDNStatus {
+    package static func pending(since: Int64) -> CDNStatus {
         CDNStatus(state: .pending, since: since)
     }
 
-    func write(to w: inout JSONWriter) {
+    package func write(to w: inout JSONWriter) {
         w.beginObject()
         w.key("state"); w.value(state.rawValue)
         w.key("since"); w.value(HTTPDate.iso8601(milliseconds: since))
@@ -60,20 +59,20 @@ public struct CDNStatus: Sendable, Equatable {
 }
 
 /// One answer from the CDN, or the failure to get one, reduced to what the watch keeps.
-struct CDNAnswer: Sendable, Equatable {
-    enum Outcome: Sendable, Equatable {
+package struct CDNAnswer: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         case response(status: Int, body: [UInt8])
         /// `dns`, `connect`, `tls` or `timeout`, and what the client said.
         case unreachable(cause: String, message: String)
     }
 
-    var outcome: Outcome
-    var failureReason: String?
-    var failureDetails: String?
-    var age: Int?
-    var maxAge: Int?
+    package var outcome: Outcome
+    package var failureReason: String?
+    package var failureDetails: String?
+    package var age: Int?
+    package var maxAge: Int?
 
-    init(outcome: Outcome, failureReason: String? = nil, failureDetails: String? = nil, age: Int? = nil, maxAge: Int? = nil) {
+    package init(outcome: Outcome, failureReason: String? = nil, failureDetails: String? = nil, age: Int? = nil, maxAge: Int? = nil) {
         self.outcome = outcome
         self.failureReason = failureReason
         self.failureDetails = failureDetails
@@ -81,17 +80,17 @@ struct CDNAnswer: Sendable, Equatable {
         self.maxAge = maxAge
     }
 
-    init(response: HTTPResponse) {
+    package init(response: HTTPResponse) {
         self.init(head: response.head, body: response.body)
     }
 
-    init(head: HTTPResponseHead, body: [UInt8]) {
+    package init(head: HTTPResponseHead, body: [UInt8]) {
         self.init(outcome: .response(status: head.status, body: body),
                   failureReason: head["Apple-Failure-Reason"], failureDetails: head["Apple-Failure-Details"],
                   age: CDNAnswer.seconds(head["Age"]), maxAge: CDNAnswer.maxAge(head["Cache-Control"]))
     }
 
-    init(error: HTTPClientError) {
+    package init(error: HTTPClientError) {
         // The CDN answered, but the body did not come whole (over the limit, cut short): the
         // status and headers still say what it holds; the missing body is not the file.
         if let head = error.head, !error.isTimeout {
@@ -111,7 +110,7 @@ struct CDNAnswer: Sendable, Equatable {
     }
 
     /// The CDN's numbers are a peer's: at most ten digits, so no arithmetic on them overflows.
-    static func seconds(_ text: String?) -> Int? {
+    package static func seconds(_ text: String?) -> Int? {
         guard let text else { return nil }
         let digits = text.trimmedSpaces()
         guard !digits.isEmpty, digits.utf8.count <= 10, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
@@ -119,7 +118,7 @@ struct CDNAnswer: Sendable, Equatable {
     }
 
     /// `max-age=N` of a Cache-Control field (RFC 9111 §5.2.2.1; a quoted value is accepted too).
-    static func maxAge(_ cacheControl: String?) -> Int? {
+    package static func maxAge(_ cacheControl: String?) -> Int? {
         guard let cacheControl else { return nil }
         for directive in cacheControl.split(separator: ",") {
             let parts = directive.split(separator: "=", maxSplits: 1).map { String($0).trimmedSpaces() }
@@ -132,7 +131,7 @@ struct CDNAnswer: Sendable, Equatable {
     }
 
     /// The state this answer means for the file served now, and what differs.
-    func evaluate(served: AASAFile?) -> (state: CDNStatus.State, differs: [String]) {
+    package func evaluate(served: AASAFile?) -> (state: CDNStatus.State, differs: [String]) {
         switch outcome {
         case .unreachable:
             return (.unreachable, [])
@@ -143,13 +142,14 @@ struct CDNAnswer: Sendable, Equatable {
             case .same: return (.current, [])
             case .differs(let differences): return (.stale, differences)
             case .cdnNotJSON: return (.stale, ["the CDN's copy is not JSON"])
-            case .originUnreadable: return (.stale, ["the file served is not JSON"])
+            // No file at all: the monitor before an origin served a good one.
+            case .originUnreadable: return (.stale, [served == nil ? "the origin has served no good file to compare with" : "the file served is not JSON"])
             }
         }
     }
 
     /// The status after this answer, for the file served now; `previous` gives `since`.
-    func status(served: AASAFile?, previous: CDNStatus, now: Int64) -> CDNStatus {
+    package func status(served: AASAFile?, previous: CDNStatus, now: Int64) -> CDNStatus {
         let (state, differs) = evaluate(served: served)
         var s = CDNStatus(state: state, since: state == previous.state ? previous.since : now, checkedAt: now)
         s.differs = differs
@@ -169,7 +169,7 @@ struct CDNAnswer: Sendable, Equatable {
 }
 
 /// `3h12m`, `4m05s`, `12s`, `2d3h`: how long a state lasted, for the log.
-func durationText(milliseconds: Int64) -> String {
+package func durationText(milliseconds: Int64) -> String {
     let s = max(0, milliseconds / 1000)
     let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60)
     if d > 0 { return "\(d)d\(h)h" }

@@ -1,27 +1,43 @@
 import AASACore
 import AASATransport
 
+/// A version of a file that Apple's CDN's copy is compared with: the version `aasa serve` serves,
+/// or the one `aasa monitor` last read from an origin. A reference: the schedule tells an
+/// unchanged version from a changed one by identity first, then by ETag.
+package protocol CDNReference: AnyObject, Sendable {
+    /// The strong validator of this version.
+    var etag: String { get }
+    /// Its AASA reading; nil when it is not one.
+    var aasaFile: AASAFile? { get }
+    /// Its bytes.
+    var bytes: [UInt8] { get }
+}
+
 /// When each watched site is checked at Apple's CDN, and what each answer changes: a pure state
-/// machine (no threads, no sockets, no clock of its own), driven by ``CDNWatch`` and by the
-/// tests with a fake clock. Monotonic times are in microseconds, wall times in milliseconds.
+/// machine (no threads, no sockets, no clock of its own), driven by the server's CDN watch, by
+/// `aasa monitor` and by the tests with a fake clock. Monotonic times are in microseconds, wall times in milliseconds.
 ///
 /// The rules (docs/apple-view.md): site k of S is first checked about k·interval/S after
 /// start; a site added later within min(60 s, interval); then once per interval, except that a
 /// `stale` copy whose answer carried `max-age` M and `Age` A is checked again after
 /// max(M − A, interval/10), when the CDN itself will have refreshed it. Starts are at least
 /// 1/rate apart, whatever is due.
-struct CDNSchedule {
-    struct Settings: Sendable {
-        var intervalMicroseconds: Int64
+package struct CDNSchedule {
+    package struct Settings: Sendable {
+        package var intervalMicroseconds: Int64
         /// Requests per second at most.
-        var rate: Int
+        package var rate: Int
         /// Checks under way at once; more wait (each holds a thread and a socket).
-        var maxInFlight: Int
+        package var maxInFlight: Int
         /// A check not finished by then is given up as a timeout (the client's own deadline is
         /// the same; this also covers a name lookup, which no deadline interrupts).
-        var timeoutMicroseconds: Int64
+        package var timeoutMicroseconds: Int64
+        /// Whether the sites known at the first update are spread over the interval (the
+        /// server's watch, the monitor), or all due at once, paced by the rate only (one pass
+        /// of `aasa monitor --once`).
+        package var spreadsFirstPass = true
 
-        init(intervalSeconds: Int, rate: Int, timeoutMilliseconds: Int64 = 10_000) {
+        package init(intervalSeconds: Int, rate: Int, timeoutMilliseconds: Int64 = 10_000) {
             intervalMicroseconds = Int64(max(1, intervalSeconds)) * 1_000_000
             self.rate = max(1, rate)
             // Each check ends within the timeout, so rate × timeout (+1) may be under way at once.
@@ -31,39 +47,45 @@ struct CDNSchedule {
 
         /// 1/rate, and a tenth more (at most 20 ms): two starts exactly 1/rate apart can reach
         /// the CDN closer together than that, after connects and handshakes of different lengths.
-        var spacingMicroseconds: Int64 {
+        package var spacingMicroseconds: Int64 {
             let exact = 1_000_000 / Int64(rate)
             return exact + min(20_000, exact / 10)
         }
 
         /// How soon a new site, or a site whose file changed, is checked: min(60 s, interval).
-        var soonMicroseconds: Int64 { min(60_000_000, intervalMicroseconds) }
+        package var soonMicroseconds: Int64 { min(60_000_000, intervalMicroseconds) }
     }
 
     /// A site to watch: its name in the config, the host asked of the CDN, the version served.
-    struct Watched {
-        var key: String
-        var host: String
-        var served: ServedVersion
+    package struct Watched {
+        package var key: String
+        package var host: String
+        package var served: any CDNReference
+
+        package init(key: String, host: String, served: any CDNReference) {
+            self.key = key
+            self.host = host
+            self.served = served
+        }
     }
 
-    struct Site {
-        let key: String
-        let host: String
-        var served: ServedVersion
-        var status: CDNStatus
+    package struct Site {
+        package let key: String
+        package let host: String
+        package var served: any CDNReference
+        package var status: CDNStatus
         /// The last 200 body, to re-evaluate at once when the version served changes.
-        var lastCopy: CDNAnswer?
+        package var lastCopy: CDNAnswer?
         var due: Int64
         /// The token of the check under way, if any.
-        var checking: UInt64?
+        package var checking: UInt64?
         var checkStarted: Int64 = 0
         /// A re-check promised after a change of the version served, not yet started.
         var recheckBy: Int64?
         var stamp: UInt64 = 0
     }
 
-    enum Event: Equatable {
+    package enum Event: Equatable {
         /// A state after the site's first check changed.
         case changed(host: String, from: CDNStatus.State, to: CDNStatus.State, afterMilliseconds: Int64)
         /// The first result for a site.
@@ -72,31 +94,31 @@ struct CDNSchedule {
         case checked(CDNStatus.State)
     }
 
-    struct Check: Equatable {
-        var key: String
-        var host: String
-        var token: UInt64
+    package struct Check: Equatable {
+        package var key: String
+        package var host: String
+        package var token: UInt64
     }
 
-    let settings: Settings
-    private(set) var sites: [String: Site] = [:]
+    package let settings: Settings
+    package private(set) var sites: [String: Site] = [:]
     private var heap = DueHeap()
     private var lastStart: Int64?
     /// Tokens of the checks under way; an answer whose token is not here is ignored.
     private var running: [UInt64: (check: Check, started: Int64)] = [:]
-    var inFlight: Int { running.count }
+    package var inFlight: Int { running.count }
     private var nextToken: UInt64 = 1
     private var started = false
 
-    init(settings: Settings) {
+    package init(settings: Settings) {
         self.settings = settings
     }
 
     /// Sites not checked yet.
-    private(set) var pendingCount = 0
+    package private(set) var pendingCount = 0
 
     /// Sites per state.
-    func counts() -> [CDNStatus.State: Int] {
+    package func counts() -> [CDNStatus.State: Int] {
         var out: [CDNStatus.State: Int] = [:]
         for s in CDNStatus.State.allCases { out[s] = 0 }
         for site in sites.values { out[site.status.state, default: 0] += 1 }
@@ -112,7 +134,7 @@ struct CDNSchedule {
     ///   - watched: every site to watch, or with `gone`, only those that changed.
     ///   - gone: when given, `watched` lists only changes, and these sites stop being watched;
     ///     a reload then costs what changed, not what exists.
-    mutating func update(_ watched: [Watched], gone: [String]? = nil, now: Int64, wall: Int64) -> [Event] {
+    package mutating func update(_ watched: [Watched], gone: [String]? = nil, now: Int64, wall: Int64) -> [Event] {
         var events: [Event] = []
         var seen = Set<String>()
         var added: [Watched] = []
@@ -152,10 +174,11 @@ struct CDNSchedule {
 
         // Spread: at the first call over the interval (site k of S at k·interval/S), later over
         // min(60 s, interval), in byte order of name.
-        let window = started ? settings.soonMicroseconds : settings.intervalMicroseconds
+        let window = started ? settings.soonMicroseconds : settings.spreadsFirstPass ? settings.intervalMicroseconds : 0
         let ordered = added.sorted { $0.key < $1.key }
         for (k, w) in ordered.enumerated() {
-            let due = now + window * Int64(k) / Int64(max(1, ordered.count))
+            // Without a window, a microsecond apart: started in that order, not the heap's.
+            let due = now + (window == 0 ? Int64(k) : window * Int64(k) / Int64(max(1, ordered.count)))
             var site = Site(key: w.key, host: w.host, served: w.served, status: .pending(since: wall), due: due)
             reschedule(&site, at: due)
             sites[w.key] = site
@@ -163,6 +186,12 @@ struct CDNSchedule {
         }
         started = true
         return events
+    }
+
+    /// Sets the version a site's copy is compared with, and nothing else: for the first good
+    /// file `aasa monitor` reads from an origin, which is no change to re-check for.
+    package mutating func adopt(_ served: any CDNReference, for key: String) {
+        sites[key]?.served = served
     }
 
     /// Stamps are unique across sites, so a heap entry of a site that went away never matches
@@ -177,7 +206,7 @@ struct CDNSchedule {
     }
 
     /// The next check to start now, if the rate, the in-flight bound and the schedule allow one.
-    mutating func start(now: Int64) -> Check? {
+    package mutating func start(now: Int64) -> Check? {
         guard inFlight < settings.maxInFlight else { return nil }
         if let last = lastStart, now < last + settings.spacingMicroseconds { return nil }
         while let top = heap.top {
@@ -204,7 +233,7 @@ struct CDNSchedule {
 
     /// Checks under way for longer than the timeout, given up as `unreachable` (timeout); a late
     /// answer for them is then ignored.
-    mutating func expire(now: Int64, wall: Int64) -> [Event] {
+    package mutating func expire(now: Int64, wall: Int64) -> [Event] {
         var events: [Event] = []
         for (check, started) in running.values where now - started > settings.timeoutMicroseconds + 500_000 {
             let seconds = settings.timeoutMicroseconds / 1_000_000
@@ -215,7 +244,7 @@ struct CDNSchedule {
     }
 
     /// Records a check's answer.
-    mutating func finish(_ check: Check, _ answer: CDNAnswer, now: Int64, wall: Int64) -> [Event] {
+    package mutating func finish(_ check: Check, _ answer: CDNAnswer, now: Int64, wall: Int64) -> [Event] {
         // Given up already (``expire``), or the site went away while it was checked.
         guard running.removeValue(forKey: check.token) != nil, var site = sites[check.key], site.checking == check.token else { return [] }
         site.checking = nil
@@ -226,7 +255,7 @@ struct CDNSchedule {
             var copy = answer
             // A current copy is the file served: keep that array (shared with the served
             // version) rather than a second one per site.
-            if s.state == .current { copy.outcome = .response(status: 200, body: site.served.file.bytes) }
+            if s.state == .current { copy.outcome = .response(status: 200, body: site.served.bytes) }
             site.lastCopy = copy
         } else {
             site.lastCopy = nil
@@ -251,7 +280,7 @@ struct CDNSchedule {
 
     /// When something may next be startable (nil: nothing scheduled, or no room until a check
     /// ends).
-    func nextWake(now: Int64) -> Int64? {
+    package func nextWake(now: Int64) -> Int64? {
         // At the bound, nothing starts before a check ends.
         guard inFlight < settings.maxInFlight, let due = heap.top?.due else { return nil }
         var at = due
@@ -260,7 +289,7 @@ struct CDNSchedule {
     }
 }
 
-/// The watch's schedule, earliest first; entries whose stamp no longer matches their site are
+/// The schedule, earliest first; entries whose stamp no longer matches their site are
 /// stale and skipped when they surface (as the loops' timer heap does).
 struct DueHeap {
     struct Entry: HeapOrdered {

@@ -1,0 +1,453 @@
+import ChildProcess
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let wellKnown = "/.well-known/apple-app-site-association"
+private let assetLinksPath = "/.well-known/assetlinks.json"
+private let app = "ABCDE12345.com.example.app"
+private let fingerprint = "14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"
+private let monitoredAssetLinks = """
+[{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example.app", "sha256_cert_fingerprints": ["\(fingerprint)"]}}]
+"""
+
+/// Google's `statements:list` answer listing `apps` (package name, fingerprint).
+private func googleAnswer(_ apps: [(String, String)]) -> [UInt8] {
+    let statements = apps.map { name, f in
+        #"{"source": {"web": {"site": "https://example.com."}}, "relation": "delegate_permission/common.handle_all_urls", "target": {"androidApp": {"packageName": "\#(name)", "certificate": {"sha256Fingerprint": "\#(f)"}}}}"#
+    }
+    return ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: #"{"statements": [\#(statements.joined(separator: ","))], "maxAge": "3600s"}"#)
+}
+
+/// A monitor's world on loopback: an HTTPS origin for example.com (a scripted server behind
+/// haproxy's TLS, with a certificate from the test CA), Apple's CDN and Google's Digital Asset
+/// Links API as scripted servers.
+private struct World {
+    let origin: ScriptedServer
+    let front: TLSFront
+    let cdn: ScriptedServer
+    let google: ScriptedServer
+    let directory: TemporaryDirectory
+
+    init(origin reply: @escaping @Sendable ([UInt8]) -> [UInt8],
+         cdn: [UInt8] = ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+         google: [UInt8] = googleAnswer([("com.example.app", fingerprint)])) throws {
+        origin = try ScriptedServer(reply: reply)
+        front = try TLSFront(backend: origin.port, certificatePEM: try TestCertificates.sitesPEM)
+        self.cdn = try ScriptedServer(routes: ["/a/v1/example.com": cdn])
+        self.google = try ScriptedServer(routes: ["/v1/statements:list": google])
+        directory = try TemporaryDirectory()
+    }
+
+    /// An origin answering by path.
+    init(routes: [String: [UInt8]], cdn: [UInt8] = ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+         google: [UInt8] = googleAnswer([("com.example.app", fingerprint)])) throws {
+        try self.init(origin: { request in
+            let line = String(decoding: request.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+            let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            return routes[target] ?? ScriptedServer.response("404 Not Found", body: "no")
+        }, cdn: cdn, google: google)
+    }
+
+    /// The usual origin: the file and assetlinks.json, both good.
+    static func good(cdn: [UInt8] = ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+                     google: [UInt8] = googleAnswer([("com.example.app", fingerprint)])) throws -> World {
+        try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json", "ETag: \"v1\""], body: exampleCom),
+                           assetLinksPath: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: monitoredAssetLinks)],
+                  cdn: cdn, google: google)
+    }
+
+    func domains(_ text: String? = nil) throws -> String {
+        try directory.write("domains.txt", text ?? "example.com connect=127.0.0.1:\(front.port) app=\(app)\n")
+    }
+
+    var arguments: [String] {
+        ["--cacert", TestCertificates.caFile, "--cdn-base", "http://127.0.0.1:\(cdn.port)", "--dal-base", "http://127.0.0.1:\(google.port)"]
+    }
+
+    func once(_ extra: [String] = [], domains text: String? = nil) throws -> CommandResult {
+        try AASABinary.run(["monitor", "--domains", try domains(text), "--once"] + arguments + extra, timeout: 120)
+    }
+}
+
+/// The `status: message` of one check of example.com in the text output.
+private func line(_ r: CommandResult, _ name: String, host: String = "example.com") -> String {
+    r.stdout.split(separator: "\n").first { $0.hasPrefix("\(host): \(name): ") }.map { String($0.dropFirst("\(host): \(name): ".count)) } ?? "(no \(name) line)\n\(r.stdout)"
+}
+
+@Suite(.serialized) struct MonitorCommandTests {
+    @Test func aWellServedDomainIsOkAtItsOriginCurrentAtTheCDNAndCurrentAtGoogle() throws {
+        let world = try World.good()
+        let r = try world.once()
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let names = r.stdout.split(separator: "\n").dropLast().map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }
+        #expect(names == ["resolve", "tls", "status", "bot-blocked", "content-type", "size", "validate", "app", "assetlinks", "cdn", "google"])
+        #expect(line(r, "status") == "pass: 200 OK for GET \(wellKnown) as AASA-Bot/1.0.0")
+        #expect(line(r, "bot-blocked") == "skip: not run: status did not fail")
+        #expect(line(r, "app").hasPrefix("pass: \(app) is listed for applinks"))
+        #expect(line(r, "assetlinks") == "pass: \(assetLinksPath): valid, 1 app fingerprint for App Links")
+        #expect(line(r, "cdn") == "pass: current")
+        #expect(line(r, "google") == "pass: current")
+        #expect(r.stdout.hasSuffix("1 domain: 1 ok, 0 warn, 0 failing\n"))
+        // The origin was asked as Apple's bot, saying it is the monitor; the CDN and Google as aasa.
+        let asked = world.origin.requests.first { $0.hasPrefix("GET \(wellKnown) ") } ?? ""
+        #expect(asked.contains("User-Agent: AASA-Bot/1.0.0\r\n"))
+        #expect(asked.lowercased().contains("aasa-check: monitor\r\n"))
+        #expect(world.cdn.requests.first?.hasPrefix("GET /a/v1/example.com HTTP/1.1\r\n") == true)
+        #expect(world.cdn.requests.first?.contains("User-Agent: aasa/") == true)
+        #expect(world.google.requests.first?.hasPrefix("GET /v1/statements:list?source.web.site=https://example.com&relation=delegate_permission/common.handle_all_urls HTTP/1.1\r\n") == true)
+    }
+
+    @Test func jsonOutputHasTheShapeOfStatus() throws {
+        let world = try World.good()
+        let r = try world.once(["--format", "json"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let json = try r.json()
+        let summary = try #require(json["summary"] as? [String: Any])
+        #expect(summary["domains"] as? Int == 1)
+        #expect(summary["ok"] as? Int == 1)
+        #expect((summary["cdn"] as? [String: Int])?["current"] == 1)
+        #expect((summary["google"] as? [String: Int])?["current"] == 1)
+        #expect(json["next"] is NSNull)
+        let domain = try #require((json["domains"] as? [[String: Any]])?.first)
+        #expect(domain["host"] as? String == "example.com")
+        let origin = try #require(domain["origin"] as? [String: Any])
+        #expect(origin["state"] as? String == "ok")
+        #expect(origin["version"] as? String == "\"v1\"")
+        #expect((origin["checks"] as? [[String: Any]])?.count == 9)
+        let cdn = try #require(domain["cdn"] as? [String: Any])
+        #expect(cdn["state"] as? String == "current")
+        #expect(cdn["httpStatus"] as? Int == 200)
+        #expect(cdn["differs"] as? [String] == [])
+        let google = try #require(domain["google"] as? [String: Any])
+        #expect(google["state"] as? String == "current")
+        let story = try #require(domain["story"] as? [[String: Any]])
+        #expect(story.map { $0["event"] as? String ?? "" }.contains("the origin serves version \"v1\""))
+        #expect(story.map { $0["event"] as? String ?? "" }.contains("origin pending -> ok"))
+    }
+
+    @Test func withoutAnETagTheVersionIsAHashOfTheBody() throws {
+        let world = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom)])
+        let r = try world.once(["--format", "json"])
+        let domain = try #require((try r.json()["domains"] as? [[String: Any]])?.first)
+        let version = try #require((domain["origin"] as? [String: Any])?["version"] as? String)
+        let sha = try Shell.run("/bin/sh", ["-c", "printf '%s' \"$0\" | sha256sum", exampleCom]).stdout.prefix(16)
+        #expect(version == "sha256:\(sha)")
+    }
+
+    @Test func anOriginThatAnswersApplesBotDifferentlyFromBrowsersFailsBotBlocked() throws {
+        let world = try World(origin: { request in
+            let head = String(decoding: request, as: UTF8.self)
+            if head.contains("AASA-Bot") { return ScriptedServer.response("403 Forbidden", ["Content-Type: text/plain"], body: "Forbidden") }
+            if head.hasPrefix("GET \(wellKnown) ") { return ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom) }
+            return ScriptedServer.response("404 Not Found", body: "no")
+        })
+        let r = try world.once()
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(line(r, "status").hasPrefix("fail: 403 Forbidden"))
+        #expect(line(r, "bot-blocked").hasPrefix("fail: AASA-Bot/1.0.0 gets 403 but a browser gets 200 with the file"))
+        let browser = world.origin.requests.first { $0.contains("Safari/") } ?? ""
+        #expect(browser.hasPrefix("GET \(wellKnown) "))
+        #expect(browser.contains("User-Agent: Mozilla/5.0 "))
+        #expect(r.stdout.hasSuffix("1 domain: 0 ok, 0 warn, 1 failing\n"))
+    }
+
+    @Test func anOriginThatRefusesBrowsersTooIsNotCalledBotBlocked() throws {
+        let world = try World(routes: [:])
+        let r = try world.once()
+        #expect(r.status == 1)
+        #expect(line(r, "bot-blocked") == "pass: a browser gets 404 Not Found too: the origin does not single out Apple's bot")
+        #expect(line(r, "assetlinks") == "skip: not validated: 404 Not Found for GET \(assetLinksPath)")
+        // The CDN's copy has nothing to be compared with.
+        #expect(line(r, "cdn") == "warn: stale: the origin has served no good file to compare the CDN's copy with")
+    }
+
+    @Test func aCDNCopyOfAnOlderVersionIsStaleAndSaysWhatDiffers() throws {
+        let older = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/old/*"}]}]}}"#
+        let world = try World.good(cdn: ScriptedServer.response("200 OK", ["Content-Type: application/json", "Cache-Control: max-age=21600", "Age: 60"], body: older))
+        let r = try world.once(["--format", "json"])
+        #expect(r.status == 0, "a stale CDN is no failure of the origin")
+        let domain = try #require((try r.json()["domains"] as? [[String: Any]])?.first)
+        let cdn = try #require(domain["cdn"] as? [String: Any])
+        #expect(cdn["state"] as? String == "stale")
+        #expect(cdn["age"] as? Int == 60)
+        #expect(cdn["maxAge"] as? Int == 21_600)
+        #expect((cdn["differs"] as? [String])?.isEmpty == false)
+    }
+
+    @Test func theCDNsFailureHeadersAreQuoted() throws {
+        let refused = ScriptedServer.response("404 Not Found", ["Apple-Failure-Reason: SWCERR00101 Bad HTTP Response: 403 Forbidden",
+                                                                "Apple-Failure-Details: Origin answered 403"], body: "Not Found")
+        let world = try World.good(cdn: refused)
+        let r = try world.once()
+        #expect(line(r, "cdn") == "fail: failing: the CDN answers 404, Apple-Failure-Reason: SWCERR00101 Bad HTTP Response: 403 Forbidden, Apple-Failure-Details: Origin answered 403")
+    }
+
+    @Test func googleListingOtherAppsIsStaleAndNothingOnBothSidesIsAbsent() throws {
+        let other = "AA:" + fingerprint.dropFirst(3)
+        let world = try World.good(google: googleAnswer([("com.example.app", String(other))]))
+        let r = try world.once()
+        #expect(line(r, "google").hasPrefix("warn: stale: Google does not list com.example.app (14:6D:E9:83…) yet; Google still lists com.example.app (AA:6D:E9:83…)"))
+
+        let bare = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom)],
+                             google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
+        #expect(line(try bare.once(), "google") == "pass: absent")
+
+        let broken = try World.good(google: ScriptedServer.response("503 Service Unavailable", body: "busy"))
+        #expect(line(try broken.once(), "google") == "fail: failing: Google answers 503 Service Unavailable")
+
+        let r2 = try world.once(["--dal-base", "off"])
+        #expect(!r2.stdout.contains("example.com: google:"))
+    }
+
+    @Test func badLinesOfTheDomainsFileAreReportedWithTheirNumbersAndTheOthersWatched() throws {
+        let world = try World.good()
+        let text = """
+        # the domains we serve through our CDN
+        *.example.com
+        example.com/path
+        example.com:8443
+        example.com connect=127.0.0.1:\(world.front.port) app=\(app)   # the main one
+        Example.COM
+        example.com colour=blue
+
+        """
+        let r = try world.once(domains: text)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let problems = r.stderr.split(separator: "\n").map(String.init)
+        #expect(problems.count == 5, "\(r.stderr)")
+        #expect(problems.contains { $0.hasSuffix("domains.txt:2: *.example.com: a wildcard is not a domain a device fetches from; list the names themselves (a *. entitlement fetches the base name's file); line skipped") })
+        #expect(problems.contains { $0.contains("domains.txt:3: example.com/path: give a host name only") })
+        #expect(problems.contains { $0.contains("domains.txt:4: example.com:8443: give a host name only") })
+        #expect(problems.contains { $0.contains("domains.txt:6: example.com is already listed on line 5") })
+        #expect(problems.contains { $0.contains("domains.txt:7: colour=blue: expected app=APPID or connect=ADDR:PORT") })
+        #expect(r.stdout.hasSuffix("1 domain: 1 ok, 0 warn, 0 failing\n"))
+    }
+
+    @Test func theDomainsFileMayBeNamedByAASA_DOMAINS() throws {
+        let world = try World.good()
+        let r = try AASABinary.run(["monitor", "--once"] + world.arguments, environment: ["AASA_DOMAINS": try world.domains()], timeout: 120)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.hasSuffix("1 domain: 1 ok, 0 warn, 0 failing\n"))
+    }
+
+    @Test func badUsageExitsTwo() throws {
+        #expect(try AASABinary.run(["monitor", "--once"]).status == 2)
+        #expect(try AASABinary.run(["monitor", "--domains", "/nonexistent/domains.txt", "--once"]).status == 2)
+        let dir = try TemporaryDirectory()
+        let file = try dir.write("d.txt", "example.com\n")
+        #expect(try AASABinary.run(["monitor", "--domains", file, "--format", "json"]).status == 2)
+        #expect(try AASABinary.run(["monitor", "--domains", file, "--once", "--timeout", "0"]).status == 2)
+        #expect(try AASABinary.run(["monitor", "--domains", file, "--once", "--dal-base", "not a url"]).status == 2)
+    }
+
+    @Test func anOriginThatNeverAnswersHoldsItsCheckForTheTimeoutOnly() throws {
+        let hung = try ScriptedServer(silent: true)
+        let world = try World.good()
+        let text = """
+        hung.example connect=127.0.0.1:\(hung.port)
+        example.com connect=127.0.0.1:\(world.front.port)
+        """
+        let started = Date()
+        let r = try world.once(["--timeout", "1"], domains: text)
+        let took = Date().timeIntervalSince(started)
+        #expect(r.status == 1)
+        #expect(took < 15, "took \(took) s")
+        #expect(line(r, "tls", host: "hung.example").hasPrefix("fail: "))
+        #expect(line(r, "status", host: "example.com").hasPrefix("pass: "))
+    }
+}
+
+/// `aasa monitor` running, its admin listener on a free port.
+private final class MonitorProcess {
+    let process = Process()
+    let admin: Int
+    private let stderr: OutputBuffer
+
+    init(_ arguments: [String]) throws {
+        admin = try freePort()
+        process.executableURL = AASABinary.url
+        process.arguments = ["monitor", "--admin", "127.0.0.1:\(admin)"] + arguments
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        stderr = OutputBuffer(err.fileHandleForReading)
+        try process.run()
+        guard stderr.wait(for: "admin on http://", timeout: 20) else {
+            process.stop(grace: 5)
+            throw HarnessError(description: "the monitor did not start: \(stderr.text)")
+        }
+    }
+
+    deinit { process.stop(grace: 5) }
+
+    var log: String { stderr.text }
+
+    func waitForLog(_ text: String, timeout: Double = 10) -> Bool { stderr.wait(for: text, timeout: timeout) }
+
+    /// Waits until the log holds `text` `count` times.
+    func waitForLog(_ text: String, count: Int, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if log.components(separatedBy: text).count > count { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    func get(_ path: String) throws -> (status: Int, body: String) {
+        let response = try RawHTTP.exchange(port: admin, "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        return (RawHTTP.status(response) ?? 0, RawHTTP.body(response))
+    }
+
+    func status(_ query: String = "") throws -> [String: Any] {
+        let body = try get("/status\(query)").body
+        return try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+    }
+}
+
+/// A file answer that a test may change while the monitor runs.
+private final class Changing: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: [UInt8]
+
+    init(_ value: [UInt8]) { self.value = value }
+
+    func set(_ v: [UInt8]) { lock.lock(); value = v; lock.unlock() }
+    func get() -> [UInt8] { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+@Suite(.serialized) struct MonitorRunningTests {
+    @Test func theAdminListenerAnswersHealthReadinessMetricsAndStatusAndSIGTERMEndsItWithStatusZero() throws {
+        let world = try World.good()
+        let monitor = try MonitorProcess(["--domains", try world.domains(), "--interval", "60"] + world.arguments)
+        #expect(try monitor.get("/healthz").status == 200)
+        #expect(try monitor.get("/readyz").status == 200)
+        #expect(monitor.waitForLog("origin: example.com pending -> ok"))
+        #expect(monitor.waitForLog("cdn: example.com pending -> current"))
+        let status = try monitor.status()
+        #expect((status["summary"] as? [String: Any])?["ok"] as? Int == 1)
+        let metrics = try monitor.get("/metrics").body
+        #expect(metrics.contains("aasa_monitor_domains{check=\"origin\",state=\"ok\"} 1\n"))
+        #expect(metrics.contains("aasa_monitor_domains{check=\"cdn\",state=\"current\"} 1\n"))
+        #expect(metrics.contains("aasa_monitor_domains{check=\"google\",state=\"current\"} 1\n"))
+        #expect(metrics.contains("aasa_monitor_checks_total{check=\"origin\",result=\"ok\"} 1\n"))
+        #expect(metrics.contains("# TYPE aasa_monitor_propagation_seconds histogram\n"))
+        #expect(try monitor.get("/status?domain=nowhere.example").status == 404)
+        #expect(try monitor.get("/nothing").status == 404)
+        let started = Date()
+        #expect(monitor.process.stop(signal: SIGTERM, grace: 10) == 0)
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    @Test func withTheJSONLogAChangeOfStateIsAnObjectNamingTheCheckHostAndStates() throws {
+        let world = try World.good()
+        let monitor = try MonitorProcess(["--domains", try world.domains(), "--log-format", "json"] + world.arguments)
+        #expect(monitor.waitForLog(#""check":"cdn""#))
+        let line = try #require(monitor.log.split(separator: "\n").first { $0.contains(#""check":"origin""#) })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["host"] as? String == "example.com")
+        #expect(object["from"] as? String == "pending")
+        #expect(object["to"] as? String == "ok")
+        #expect(object["level"] as? String == "info")
+        #expect(object["after"] is String)
+    }
+
+    @Test func statusPagesAndFiltersTheDomains() throws {
+        let world = try World.good()
+        let hung = try ScriptedServer(silent: true)
+        let text = """
+        example.com connect=127.0.0.1:\(world.front.port)
+        a.example connect=127.0.0.1:\(hung.port)
+        b.example connect=127.0.0.1:\(hung.port)
+        """
+        let monitor = try MonitorProcess(["--domains", try world.domains(text), "--interval", "3", "--rate", "20", "--timeout", "1"] + world.arguments)
+        #expect(monitor.waitForLog("origin: b.example pending -> failing", timeout: 20))
+        #expect(monitor.waitForLog("origin: example.com pending -> ok", timeout: 20))
+        let first = try monitor.status("?limit=2")
+        #expect((first["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["a.example", "b.example"])
+        #expect(first["next"] as? String == "b.example")
+        let second = try monitor.status("?limit=2&after=b.example")
+        #expect((second["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["example.com"])
+        #expect(second["next"] is NSNull)
+        let failing = try monitor.status("?state=failing")
+        #expect((failing["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["a.example", "b.example"])
+        let one = try monitor.status("?domain=example.com")
+        #expect((one["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["example.com"])
+        #expect(try monitor.get("/status?state=sideways").status == 400)
+        #expect(try monitor.get("/status?limit=1001").status == 400)
+    }
+
+    @Test func anOriginChangeIsToldInTheStoryAndTheCDNCatchingUpSaysHowLongItTook() throws {
+        let file = Changing(ScriptedServer.response("200 OK", ["Content-Type: application/json", "ETag: \"v1\""], body: exampleCom))
+        let copy = Changing(ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom))
+        let newer = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/new/*"}]}]}}"#
+        let world = try World(origin: { request in
+            String(decoding: request, as: UTF8.self).hasPrefix("GET \(wellKnown) ") ? file.get() : ScriptedServer.response("404 Not Found", body: "no")
+        })
+        let cdn = try ScriptedServer { _ in copy.get() }
+        let monitor = try MonitorProcess(["--domains", try world.domains(), "--interval", "2", "--dal-base", "off",
+                                          "--cacert", TestCertificates.caFile, "--cdn-base", "http://127.0.0.1:\(cdn.port)"])
+        #expect(monitor.waitForLog("cdn: example.com pending -> current"))
+        file.set(ScriptedServer.response("200 OK", ["Content-Type: application/json", "ETag: \"v2\""], body: newer))
+        #expect(monitor.waitForLog("cdn: example.com current -> stale"))
+        copy.set(ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: newer))
+        #expect(monitor.waitForLog("cdn: example.com stale -> current"))
+        let domain = try #require((try monitor.status()["domains"] as? [[String: Any]])?.first)
+        let story = (domain["story"] as? [[String: Any]] ?? []).compactMap { $0["event"] as? String }
+        #expect(story.contains("the origin's version changed from \"v1\" to \"v2\""), "\(story)")
+        #expect(story.contains { $0.hasPrefix("Apple's CDN serves version \"v2\", ") && $0.hasSuffix(" after the origin changed to it") }, "\(story)")
+        let metrics = try monitor.get("/metrics").body
+        #expect(metrics.contains("aasa_monitor_propagation_seconds_count 1\n"))
+    }
+
+    @Test func theDomainsFileIsReadAgainWhenItChangesAndOnSIGHUP() throws {
+        let world = try World.good()
+        let path = try world.domains()
+        let monitor = try MonitorProcess(["--domains", path, "--interval", "60", "--dal-base", "off"] + world.arguments)
+        #expect(monitor.waitForLog("origin: example.com pending -> ok"))
+        try Data("www.example.com connect=127.0.0.1:\(world.front.port)\n*.example.com\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(monitor.waitForLog("read again: 1 domain"))
+        #expect(monitor.log.contains("domains.txt:2: *.example.com: a wildcard"))
+        #expect(monitor.waitForLog("origin: www.example.com pending -> "))
+        #expect((try monitor.status()["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["www.example.com"])
+        kill(monitor.process.processIdentifier, SIGHUP)
+        #expect(monitor.waitForLog("read again: 1 domain", count: 2, timeout: 5))
+    }
+}
+
+extension MonitorRunningTests {
+    @Test func domainsAreSpreadOverTheIntervalNotCheckedInABurstAtStart() throws {
+        let cdn = try FakeCDN()
+        let directory = try TemporaryDirectory()
+        // Origins that refuse at once: what is timed here is when each domain's check starts.
+        let refused = try freePort()
+        let file = try directory.write("domains.txt", (0..<6).map { "d\($0).example connect=127.0.0.1:\(refused)\n" }.joined())
+        let started = Date()
+        let monitor = try MonitorProcess(["--domains", file, "--interval", "6", "--rate", "20", "--dal-base", "off", "--cdn-base", cdn.base])
+        #expect(cdn.wait(for: "d5.example", timeout: 15))
+        let firsts = (0..<6).compactMap { cdn.arrivals(for: "d\($0).example").first?.time.timeIntervalSince(started) }
+        #expect(firsts.count == 6)
+        // Domain k of 6 at about k seconds: never all at once.
+        #expect((firsts.max() ?? 0) - (firsts.min() ?? 0) >= 3.5, "\(firsts)")
+        #expect(cdn.busiestSecond <= 3, "\(firsts)")
+        _ = monitor
+    }
+}
+
+extension MonitorRunningTests {
+    @Test func theFirstResultsOfAPassAreSummarisedPast20OfAState() throws {
+        let directory = try TemporaryDirectory()
+        let refused = try freePort()
+        let file = try directory.write("domains.txt", (0..<25).map { "d\($0).example connect=127.0.0.1:\(refused)\n" }.joined())
+        let monitor = try MonitorProcess(["--domains", file, "--interval", "2", "--rate", "100", "--dal-base", "off",
+                                          "--cdn-base", "http://127.0.0.1:\(refused)"])
+        #expect(monitor.waitForLog("origin: 5 more domains failing at their first check"))
+        #expect(monitor.waitForLog("cdn: 5 more domains unreachable at their first check"))
+        let lines = monitor.log.split(separator: "\n")
+        #expect(lines.count { $0.contains("origin: d") && $0.contains(" pending -> failing") } == 20)
+        #expect(lines.count { $0.contains("cdn: d") && $0.contains(" pending -> unreachable") } == 20)
+    }
+}
