@@ -210,23 +210,23 @@ fuzz-merge: fuzz-build
 
 $(FUZZ_DIR)/aasa-fuzz: Fuzz/FuzzAASA.swift $(wildcard Sources/AASACore/*/*.swift)
 	mkdir -p $(FUZZ_DIR)
-	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name AASAFuzz \
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -package-name aasa -module-name AASAFuzz \
 	  $(wildcard Sources/AASACore/*/*.swift) Fuzz/FuzzAASA.swift -o $@
 
 $(FUZZ_DIR)/http-fuzz: Fuzz/FuzzHTTP.swift $(wildcard Sources/AASAHTTP/*.swift)
 	mkdir -p $(FUZZ_DIR)
-	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name HTTPFuzz \
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -package-name aasa -module-name HTTPFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzHTTP.swift -o $@
 
 $(FUZZ_DIR)/proxy-fuzz: Fuzz/FuzzProxy.swift $(wildcard Sources/AASAHTTP/*.swift)
 	mkdir -p $(FUZZ_DIR)
-	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ProxyFuzz \
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -package-name aasa -module-name ProxyFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzProxy.swift -o $@
 
 # The HTTP/1.1 response parser: what `aasa check` and the ACME client read from peers.
 $(FUZZ_DIR)/response-fuzz: Fuzz/FuzzResponse.swift $(wildcard Sources/AASAHTTP/*.swift)
 	mkdir -p $(FUZZ_DIR)
-	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name ResponseFuzz \
+	swiftc -O -sanitize=fuzzer,address -parse-as-library -package-name aasa -module-name ResponseFuzz \
 	  $(wildcard Sources/AASAHTTP/*.swift) Fuzz/FuzzResponse.swift -o $@
 
 # The HTTP/2 session and the ACME client's readers are each compiled with the one target they
