@@ -39,6 +39,11 @@ SQL_RATE = int(os.environ.get("BENCH_STORE_SQL_RATE", "1000"))
 SQL_SECONDS = float(os.environ.get("BENCH_STORE_SQL_SECONDS", "10"))
 CATCHUP_CHANGES = int(os.environ.get("BENCH_STORE_CATCHUP_CHANGES", "10000"))
 CATCHUP_SECONDS = float(os.environ.get("BENCH_STORE_CATCHUP_SECONDS", "60"))
+# Where the replicas of 2-4 keep their local copy ($TMPDIR); default a folder under /tmp.
+# BENCH_STORE_RESULT: the results file under bench/results (default store-DATE.json).
+COPY_BASE = os.environ.get("BENCH_STORE_TMPDIR")
+# Start-up is also measured with the copy on tmpfs, when there is one.
+TMPFS = "/dev/shm" if os.path.isdir("/dev/shm") else None
 PG_BIN = os.environ.get("PG_BIN") or next((os.path.join("/usr/lib/postgresql", v, "bin")
                                           for v in sorted(os.listdir("/usr/lib/postgresql"), reverse=True)), None) \
     if os.path.isdir("/usr/lib/postgresql") else None
@@ -237,10 +242,9 @@ def load_store(cluster, n, work):
 # MARK: - replicas
 
 class Replica:
-    def __init__(self, name, work, tokens, store=None, root=None):
+    def __init__(self, name, work, tokens, store=None, root=None, copy_base=None):
         self.name = name
-        self.tmp = os.path.join(work, f"tmp-{name}-{time.time_ns()}")
-        os.makedirs(self.tmp)
+        self.tmp = tempfile.mkdtemp(prefix=f"aasa-bench-store-{name}-", dir=copy_base or COPY_BASE or work)
         self.log_path = os.path.join(work, f"{name}-{time.time_ns()}.log")
         self.log = open(self.log_path, "w")
         source = ["--store", store] if store else ["--config", os.path.join(root, "config"), "--certs", os.path.join(root, "certs")]
@@ -290,6 +294,7 @@ class Replica:
     def stop(self):
         stop(self.proc)
         self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def raw_get(port, host, path=PATH, timeout=5):
@@ -353,6 +358,19 @@ def pipelined(port, hosts, timeout=30):
     return out
 
 
+def thread_sched(pid):
+    """{tid: (CPU ms, runqueue wait ms)} of every thread of the process."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                run, wait, _ = f.read().split()
+            out[tid] = (int(run) / 1e6, int(wait) / 1e6)
+        except (FileNotFoundError, ValueError):
+            pass
+    return out
+
+
 def iso_seconds(text):
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -372,14 +390,15 @@ FOLDERS_LOADED = re.compile(r"loaded (\d+) sites \((\d+) serving\) from \S+ in (
 
 
 def start_once(kind, n, work, tokens, cluster, root):
-    r = Replica(kind, work, tokens, store=cluster.url if kind == "store" else None, root=root)
+    r = Replica(kind, work, tokens, store=cluster.url if kind != "folders" else None, root=root,
+                copy_base=TMPFS if kind == "store-tmpfs" else None)
     try:
         ready = r.wait_ready()
         row = {"kind": kind, "sites": n, "ready_s": ready, "cpu_s": sites.cpu_seconds(r.proc.pid), "rss_ready_mib": sites.rss_mib(r.proc.pid)}
         time.sleep(3)
         row["rss_3s_mib"] = sites.rss_mib(r.proc.pid)
         text = r.text()
-        if kind == "store":
+        if kind != "folders":
             m = STORE_LOADED.search(text)
             # The reload logged just before: the snapshot built from the copy (inside the load's time).
             reloads = [x for x in RELOADED.finditer(text) if x.start() < m.start()] if m else []
@@ -399,21 +418,29 @@ def start_once(kind, n, work, tokens, cluster, root):
             _, ok = sites.handshake(r.ports["https"], root, sites.host(i))
             if status != 200 or not ok:
                 raise RuntimeError(f"{kind} replica does not serve {sites.host(i)} ({status}, TLS {ok}): see {r.log_path}")
+        # SIGTERM to exit: a store replica removes its copy on the way out (the stop waits
+        # 20 s, then SIGKILL).
+        t = time.time()
+        stop(r.proc)
+        row["stop_s"] = time.time() - t
         return row
     finally:
         r.stop()
 
 
+KINDS = ("folders", "store") + (("store-tmpfs",) if TMPFS else ())
+
+
 def startup(n, work, tokens, cluster, root):
     rows = []
     for k in range(ROUNDS):
-        for kind in ("folders", "store"):
+        for kind in KINDS:
             row = start_once(kind, n, work, tokens, cluster, root)
             row["round"] = k
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     out = {}
-    for kind in ("folders", "store"):
+    for kind in KINDS:
         mine = [r for r in rows if r["kind"] == kind]
         out[kind] = {key: statistics.median(r[key] for r in mine) for key in mine[0]
                      if isinstance(mine[0][key], (int, float)) and key != "round" and all(r.get(key) is not None for r in mine)}
@@ -512,6 +539,8 @@ def sql_writes(cluster, replicas, n, run_id):
             late[r.name] += sum(1 for status, body in answers if status != 200 or not newer(body, b))
 
     threads = [threading.Thread(target=f, args=(r,), daemon=True) for r in replicas for f in (sampler, checker)]
+    sched_before = {r.name: thread_sched(r.proc.pid) for r in replicas}
+    log_before = {r.name: len(r.text()) for r in replicas}
     for t in threads:
         t.start()
     t0 = time.time()
@@ -527,6 +556,7 @@ def sql_writes(cluster, replicas, n, run_id):
     writer.wait(batches - 1)
     for t in threads:
         t.join(SQL_SECONDS + 60)
+    sched_after = {r.name: thread_sched(r.proc.pid) for r in replicas}
     done.set()
     writer.close()
     commit_lag_ms = [(writer.committed[b] - sent[b]) * 1000 for b in sent if b in writer.committed]
@@ -537,9 +567,19 @@ def sql_writes(cluster, replicas, n, run_id):
     keys = [(b, k) for b in range(batches) for k in range(0, ROWS_PER_TRANSACTION, sample_every) if b in writer.committed]
     for r in replicas:
         lags = [(seen[r.name][key] - writer.committed[key[0]]) * 1000 for key in keys if key in seen[r.name]]
+        by_batch = [max(((seen[r.name][(b, k)] - writer.committed[b]) * 1000 for k in range(0, ROWS_PER_TRANSACTION, sample_every)
+                         if (b, k) in seen[r.name]), default=None) for b in range(batches) if b in writer.committed]
+        # The store's thread: the one that spent the most CPU over the run (schedstat: CPU, and
+        # time runnable but waiting for a core); and the snapshot builds it logged meanwhile.
+        deltas = {tid: (run - sched_before[r.name].get(tid, (0, 0))[0], wait - sched_before[r.name].get(tid, (0, 0))[1])
+                  for tid, (run, wait) in sched_after[r.name].items()}
+        busiest = max(deltas.values(), default=(0, 0))
+        builds = [int(m.group(5)) for m in RELOADED.finditer(r.text()[log_before[r.name]:])]
         out["replicas"][r.name] = {"served_samples": len(lags), "p50_ms": percentile(lags, 50), "p99_ms": percentile(lags, 99),
                                    "max_ms": max(lags) if lags else None, "rows_late_at_1s_check": late[r.name],
-                                   "check_at_p50_ms": percentile(check_delay[r.name], 50), "check_at_max_ms": max(check_delay[r.name], default=None)}
+                                   "check_at_p50_ms": percentile(check_delay[r.name], 50), "check_at_max_ms": max(check_delay[r.name], default=None),
+                                   "lag_by_transaction_ms": by_batch, "store_thread_cpu_ms": busiest[0], "store_thread_runqueue_wait_ms": busiest[1],
+                                   "snapshot_builds": len(builds), "snapshot_build_ms_total": sum(builds)}
     for key in keys:
         if all(key in seen[r.name] for r in replicas):
             all_lags.append((max(seen[r.name][key] for r in replicas) - writer.committed[key[0]]) * 1000)
@@ -714,42 +754,51 @@ def fmt(v, digits=0, unit=""):
 
 
 def table(results):
-    lines = ["| figure | folders | store | store / folders | target |", "|---|---|---|---|---|"]
+    lines = ["| start-up | folders | store, copy in /tmp | store, copy on tmpfs | store (/tmp) / folders | target |", "|---|---|---|---|---|---|"]
     for n, s in results["startup"].items():
-        f, st = s["folders"], s["store"]
-        label = f"{int(n):,}".replace(",", " ")
-        lines.append(f"| {label} sites: ready (s) | {fmt(f.get('ready_s'), 2)} | {fmt(st.get('ready_s'), 2)} | "
-                     f"{fmt(st['ready_s'] / f['ready_s'], 2)} | {'≤ 5 s' if int(n) >= 100000 else ''} |")
-        lines.append(f"| {label} sites: CPU to ready (s) | {fmt(f.get('cpu_s'), 2)} | {fmt(st.get('cpu_s'), 2)} | {fmt(st['cpu_s'] / f['cpu_s'], 2)} | |")
-        lines.append(f"| {label} sites: RSS at ready (MiB) | {fmt(f.get('rss_ready_mib'))} | {fmt(st.get('rss_ready_mib'))} | "
-                     f"{fmt(st['rss_ready_mib'] / f['rss_ready_mib'], 2)} | ≤ 1.1 |")
-        lines.append(f"| {label} sites: RSS 3 s after ready (MiB) | {fmt(f.get('rss_3s_mib'))} | {fmt(st.get('rss_3s_mib'))} | "
-                     f"{fmt(st['rss_3s_mib'] / f['rss_3s_mib'], 2)} | ≤ 1.1 |")
-        lines.append(f"| {label} sites: store's load: rows read and written to the copy / snapshot built (ms) | {fmt(f.get('build_ms'))} (built) | "
-                     f"{fmt(st.get('rows_to_copy_ms'))} / {fmt(st.get('build_ms'))} | | |")
-        lines.append(f"| {label} sites: local copy on disk (MiB) | | {fmt(st.get('copy_mib'))} | | |")
+        f, st, sm = s["folders"], s["store"], s.get("store-tmpfs", {})
+        label = f"{int(n):,}".replace(",", " ") + " sites"
+
+        def row(name, key, digits=0, target=""):
+            ratio = st[key] / f[key] if f.get(key) and st.get(key) is not None else None
+            lines.append(f"| {label}: {name} | {fmt(f.get(key), digits)} | {fmt(st.get(key), digits)} | {fmt(sm.get(key), digits)} | "
+                         f"{fmt(ratio, 2)} | {target} |")
+        row("ready (s)", "ready_s", 2, "≤ 5 s at 100 000")
+        row("CPU to ready (s)", "cpu_s", 2)
+        row("RSS at ready (MiB)", "rss_ready_mib", 0, "≤ 1.1 × folders")
+        row("RSS 3 s after ready (MiB)", "rss_3s_mib", 0, "≤ 1.1 × folders")
+        lines.append(f"| {label}: snapshot built (ms) | {fmt(f.get('build_ms'))} | {fmt(st.get('build_ms'))} | {fmt(sm.get('build_ms'))} | | |")
+        lines.append(f"| {label}: rows read and written into the copy (ms) | | {fmt(st.get('rows_to_copy_ms'))} | {fmt(sm.get('rows_to_copy_ms'))} | | |")
         if s.get("data"):
-            lines.append(f"| {label} sites: both tables read by psql to /dev/null (ms) | | {fmt(s['data']['read_all_rows_ms'])} | | |")
+            lines.append(f"| {label}: both tables read by psql, to /dev/null (ms) | | {fmt(s['data']['read_all_rows_ms'])} | | | |")
+        lines.append(f"| {label}: the local copy (MiB, disk or tmpfs) | | {fmt(st.get('copy_mib'))} | {fmt(sm.get('copy_mib'))} | | |")
+        lines.append(f"| {label}: SIGTERM to exit (s) | {fmt(f.get('stop_s'), 2)} | {fmt(st.get('stop_s'), 2)} | {fmt(sm.get('stop_s'), 2)} | | |")
+    lines += ["", "| following the store (10 000 sites) | measured | target |", "|---|---|---|"]
     if "api" in results:
         a = results["api"]
-        lines.append(f"| PUT on A until B serves it, p50 / p99 / max (ms), {a['writes']} writes | | "
-                     f"{fmt(a['p50_ms'], 1)} / {fmt(a['p99_ms'], 1)} / {fmt(a['max_ms'], 1)} | | ≤ 50 / ≤ 200 |")
-        lines.append(f"| PUT answered by A, p50 / p99 (ms) | | {fmt(a['put_p50_ms'], 1)} / {fmt(a['put_p99_ms'], 1)} | | |")
+        lines.append(f"| PUT on A's API until B serves it, p50 / p99 / max (ms), {a['writes']} writes | "
+                     f"{fmt(a['p50_ms'], 1)} / {fmt(a['p99_ms'], 1)} / {fmt(a['max_ms'], 1)} | ≤ 50 / ≤ 200 |")
+        lines.append(f"| … the PUT answered by A, p50 / p99 (ms) | {fmt(a['put_p50_ms'], 1)} / {fmt(a['put_p99_ms'], 1)} | |")
     if "sql" in results:
         q = results["sql"]
-        lines.append(f"| SQL writes, {q['rows']} rows at {fmt(q['rows_per_s'])} rows/s: commit to served by A / B, p50 (ms) | | "
-                     + " / ".join(fmt(r["p50_ms"], 0) for r in q["replicas"].values()) + " | | |")
-        lines.append("| … p99 / max (ms) | | " + " / ".join(f"{fmt(r['p99_ms'])}, {fmt(r['max_ms'])}" for r in q["replicas"].values()) + " | | |")
-        lines.append(f"| … served by every replica, p50 / p99 / max (ms) | | {fmt(q['all_replicas_p50_ms'])} / {fmt(q['all_replicas_p99_ms'])} / "
-                     f"{fmt(q['all_replicas_max_ms'])} | | ≤ 1000 |")
-        lines.append(f"| … rows not served 1 s after commit (A / B, of {q['rows']}) | | "
-                     + " / ".join(str(r["rows_late_at_1s_check"]) for r in q["replicas"].values()) + " | | 0 |")
+        reps = list(q["replicas"].values())
+        lines.append(f"| SQL, {q['rows']} rows at {fmt(q['rows_per_s'])} rows/s: commit to served, A / B, p50 (ms) | "
+                     + " / ".join(fmt(r["p50_ms"]) for r in reps) + " | |")
+        lines.append("| … p99, A / B (ms) | " + " / ".join(fmt(r["p99_ms"]) for r in reps) + " | |")
+        lines.append(f"| … served by both, p50 / p99 / max (ms) | {fmt(q['all_replicas_p50_ms'])} / {fmt(q['all_replicas_p99_ms'])} / "
+                     f"{fmt(q['all_replicas_max_ms'])} | ≤ 1000 |")
+        lines.append(f"| … rows not yet served 1 s after their commit, A / B (of {q['rows']}) | "
+                     + " / ".join(str(r["rows_late_at_1s_check"]) for r in reps) + " | 0 |")
+        lines.append("| … the store thread's CPU over the run, A / B (ms; of it snapshot builds) | "
+                     + " / ".join(f"{fmt(r['store_thread_cpu_ms'])} ({fmt(r['snapshot_build_ms_total'])} in {r['snapshot_builds']} builds)" for r in reps) + " | |")
+        lines.append("| … the store thread runnable but waiting for a core, A / B (ms) | "
+                     + " / ".join(fmt(r["store_thread_runqueue_wait_ms"]) for r in reps) + " | |")
     if "catchup" in results:
         c = results["catchup"]
-        lines.append(f"| catch-up after {c['changes']} changes ({c['deletes']} deletes) over {fmt(c['changes_s'])} s cut off: "
-                     f"reconnection after relay restore (s) | | {fmt(c['reconnect_after_restore_s'], 2)} | | (back-off ≤ 30 s) |")
-        lines.append(f"| … served exactly what the store holds, after reconnection (s) | | {fmt(c['exact_after_reconnect_s'], 2)} | | ≤ 3 |")
-        lines.append(f"| … after relay restore (s) | | {fmt(c['exact_after_restore_s'], 2)} | | |")
+        lines.append(f"| catch-up, {c['changes']} changes ({c['deletes']} deletes) in {fmt(c['changes_s'])} s cut off: "
+                     f"reconnected after relay restore (s) | {fmt(c['reconnect_after_restore_s'], 2)} | back-off ≤ 30 s |")
+        lines.append(f"| … serves exactly what the store holds, after its reconnection (s) | {fmt(c['exact_after_reconnect_s'], 2)} | ≤ 3 |")
+        lines.append(f"| … after relay restore (s) | {fmt(c['exact_after_restore_s'], 2)} | |")
     return "\n".join(lines)
 
 
@@ -765,7 +814,7 @@ def main():
         f.write(f"bench:{token}\n")
     results = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
-               "loadavg_at_start": os.getloadavg(), "startup": {}}
+               "loadavg_at_start": os.getloadavg(), "copy_base_2_to_4": COPY_BASE or tempfile.gettempdir(), "startup": {}}
     cluster = None
     try:
         cluster = Cluster()
@@ -800,7 +849,7 @@ def main():
     results["table"] = table(results)
     print(results["table"])
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    out = os.path.join(ROOT, "bench", "results", f"store-{datetime.date.today().isoformat()}.json")
+    out = os.path.join(ROOT, "bench", "results", os.environ.get("BENCH_STORE_RESULT", f"store-{datetime.date.today().isoformat()}.json"))
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
     print(f"\nwritten to {os.path.relpath(out, ROOT)}")
