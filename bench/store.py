@@ -4,10 +4,11 @@ PostgreSQL cluster started by this script.
 
 1. Start-up: N sites and N certificates (bench/sites.py's data set, from its cache) loaded into
    aasa_files and aasa_certificates with psql's \\copy from a generated CSV (bytea as hex); the
-   time from process start to /readyz 200, the CPU it took and RSS at ready and 3 s later, for a
-   replica on the store and for one on the same data in folders, alternated (F S F S ...). The
-   server's own log splits the store's start: the rows read and written into the local copy,
-   then the snapshot built from that copy.
+   time from process start to /readyz 200, the CPU it took, RSS at ready and 3 s later and the
+   time SIGTERM takes to end it, for a replica on the same data in folders, one on the store
+   with its local copy under /tmp, and one with the copy on tmpfs (/dev/shm), alternated
+   (F S T F S T ...). The server's own log splits the store's start: the rows read and written
+   into the local copy, then the snapshot built from that copy.
 2. A write through the API of replica A (PUT on its admin listener) until replica B serves it
    over HTTP: p50/p99 over BENCH_STORE_API_WRITES writes.
 3. BENCH_STORE_SQL_RATE rows a second written into aasa_files by SQL (100 rows a transaction,
@@ -28,6 +29,7 @@ import csv, datetime, http.client, json, os, random, re, shutil, signal, socket,
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no bench/__pycache__ in the work tree
 import sites  # noqa: E402  (the data set: generate, host, body; /proc readings)
 
 ROOT = os.path.dirname(HERE)
@@ -504,7 +506,6 @@ def sql_writes(cluster, replicas, n, run_id):
     seen = {r.name: {} for r in replicas}        # (b, k) -> wall time first served
     late = {r.name: 0 for r in replicas}         # rows not served 1 s after their commit
     check_delay = {r.name: [] for r in replicas}  # when the 1 s check ran, after the commit (ms)
-    done = threading.Event()
 
     def sampler(r):
         conn = KeepAlive(r.ports["http"])
@@ -557,7 +558,6 @@ def sql_writes(cluster, replicas, n, run_id):
     for t in threads:
         t.join(SQL_SECONDS + 60)
     sched_after = {r.name: thread_sched(r.proc.pid) for r in replicas}
-    done.set()
     writer.close()
     commit_lag_ms = [(writer.committed[b] - sent[b]) * 1000 for b in sent if b in writer.committed]
     out = {"rows": batches * ROWS_PER_TRANSACTION, "transactions": batches, "seconds": elapsed,
