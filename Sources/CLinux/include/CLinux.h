@@ -12,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <pthread.h>
+#include <malloc.h>
 
 // accept4(2) is declared only under _GNU_SOURCE.
 int aasa_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
