@@ -57,7 +57,7 @@ package struct DomainCheck: Sendable {
     }
 
     /// A browser's User-Agent (Safari on macOS), for the bot-blocked probe.
-    package static let browserUserAgent = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Safari/605.1.15"
+    package static var browserUserAgent: String { SiteCheck.browserUserAgent }
     package static let ownCheckHeaders = [(name: RequestParser.ownCheckField, value: "monitor")]
 
     package let settings: Settings
@@ -91,7 +91,7 @@ package struct DomainCheck: Sendable {
         var report: HostReport
         do throws(ConnectError) {
             if let connect = domain.connect { options.connectTo = [try DomainCheck.address(connect)] }
-            report = SiteCheck(options: options).checkOrigin(domain.host)
+            report = siteCheck(options).checkOrigin(domain.host)
         } catch {
             // connect= names a host that does not resolve now.
             report = HostReport(host: domain.host, url: "https://\(domain.host)\(SiteCheck.wellKnownPath)")
@@ -100,7 +100,7 @@ package struct DomainCheck: Sendable {
             report.skipOrigin(after: "resolve")
         }
         var checks = report.checks.filter { $0.name != "cdn" }
-        let (botLine, blocked) = probeBot(report)
+        let (botLine, blocked) = siteCheck(options).probeBot(report)
         checks.insert(botLine, at: (checks.firstIndex { $0.name == "status" } ?? 0) + 1)
         let (assetLinksLine, originApps) = fetchAssetLinks(report)
         checks.append(assetLinksLine)
@@ -113,6 +113,8 @@ package struct DomainCheck: Sendable {
         let google = googleClient == nil ? nil : askGoogle(domain.host, origin: originApps)
         return DomainFindings(report: report, checks: checks, good: good, botBlocked: blocked, cdn: cdn, google: google)
     }
+
+    private func siteCheck(_ options: SiteCheck.Options) -> SiteCheck { SiteCheck(options: options) }
 
     /// `ADDR:PORT`, an IP literal or a name resolved now.
     struct ConnectError: Error {
@@ -137,34 +139,6 @@ package struct DomainCheck: Sendable {
                                           userAgent: userAgent)
         c.maxBodyBytes = 1024 * 1024
         return try? HTTPSClient(c)
-    }
-
-    /// When `status` failed with 400 or more: the same GET as a browser. A 200 with JSON then
-    /// means something in front of the origin tells Apple's bot from browsers.
-    private func probeBot(_ report: HostReport) -> (CheckLine, Bool?) {
-        guard report.status(of: "status") == .fail, let status = report.originStatus, status >= 400 else {
-            let message = switch report.status(of: "status") {
-            case .fail: "not run: status failed without an HTTP status of 400 or more"
-            case .skip: report.checks.first { $0.name == "status" }?.message ?? "not run"
-            default: "not run: status did not fail"
-            }
-            return (CheckLine(name: "bot-blocked", status: .skip, message: message), nil)
-        }
-        guard let client = originClient(report, userAgent: DomainCheck.browserUserAgent) else {
-            return (CheckLine(name: "bot-blocked", status: .skip, message: "not run: no client for the origin"), nil)
-        }
-        let url = HTTPURL(isSecure: true, host: report.host, target: SiteCheck.wellKnownPath)
-        do {
-            let response = try client.get(url, headers: DomainCheck.ownCheckHeaders)
-            if response.status == 200, JSONParser.parse(response.body).value != nil {
-                return (CheckLine(name: "bot-blocked", status: .fail,
-                                  message: "\(SiteCheck.userAgent) gets \(status) but a browser gets 200 with the file: something in front of the origin (a firewall, bot protection, a CDN rule) answers Apple's bot differently from browsers; allow \(SiteCheck.userAgent) to fetch \(SiteCheck.wellKnownPath)"), true)
-            }
-            return (CheckLine(name: "bot-blocked", status: .pass,
-                              message: "a browser gets \(response.head.statusText) too: the origin does not single out Apple's bot"), false)
-        } catch {
-            return (CheckLine(name: "bot-blocked", status: .pass, message: "a browser gets no answer either (\(error.message))"), false)
-        }
     }
 
     /// `/.well-known/assetlinks.json`, validated when it answers 200; its apps for Google's list

@@ -154,6 +154,28 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(r.stdout.hasSuffix("1 domain: 0 ok, 0 warn, 1 failing\n"))
     }
 
+    @Test func checkAlsoPrintsTheBotBlockedFindingAfterStatusWhenTheBotGetsAnError() throws {
+        let world = try World(origin: { request in
+            let head = String(decoding: request, as: UTF8.self)
+            if head.contains("AASA-Bot") { return ScriptedServer.response("403 Forbidden", ["Content-Type: text/plain"], body: "Forbidden") }
+            if head.hasPrefix("GET \(wellKnown) ") { return ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom) }
+            return ScriptedServer.response("404 Not Found", body: "no")
+        })
+        let r = try AASABinary.run(["check", "example.com", "--connect", "127.0.0.1:\(world.front.port)", "--cacert", TestCertificates.caFile,
+                                    "--no-cdn"])
+        #expect(r.status == 1)
+        let names = r.stdout.split(separator: "\n").compactMap { $0.hasPrefix("example.com: ") ? $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) : nil }
+        #expect(Array(names.prefix(4)) == ["resolve", "tls", "status", "bot-blocked"], "\(r.stdout)")
+        #expect(line(r, "bot-blocked").hasPrefix("fail: AASA-Bot/1.0.0 gets 403 but a browser gets 200 with the file"), "\(r.stdout)")
+        // The browser's request says it is our check, as the bot's does.
+        let browser = world.origin.requests.first { $0.contains("Safari/") } ?? ""
+        #expect(browser.contains("AASA-Check: check"), "\(browser)")
+        // A host whose file is served: no bot-blocked line at all.
+        let good = try World.good()
+        let ok = try AASABinary.run(["check", "example.com", "--connect", "127.0.0.1:\(good.front.port)", "--cacert", TestCertificates.caFile, "--no-cdn"])
+        #expect(ok.status == 0 && !ok.stdout.contains("bot-blocked"), "\(ok.stdout)")
+    }
+
     @Test func anOriginThatRefusesBrowsersTooIsNotCalledBotBlocked() throws {
         let world = try World(routes: [:])
         let r = try world.once()

@@ -77,6 +77,12 @@ public struct HostReport: Sendable {
 
     public func status(of name: String) -> CheckStatus? { checks.first { $0.name == name }?.status }
 
+    /// A line of its own after `name` (the bot-blocked probe after `status`).
+    mutating package func insert(_ line: CheckLine, after name: String) {
+        guard let i = checks.firstIndex(where: { $0.name == name }) else { preconditionFailure("no check \(name)") }
+        checks.insert(line, at: i + 1)
+    }
+
     mutating package func set(_ name: String, _ status: CheckStatus, _ message: String) {
         guard let i = checks.firstIndex(where: { $0.name == name }) else { preconditionFailure("no check \(name)") }
         checks[i].status = status

@@ -60,11 +60,52 @@ public struct SiteCheck: Sendable {
         return reports.withLock { $0.map { $0! } }
     }
 
-    /// The eight checks for one host.
+    /// The eight checks for one host, and `bot-blocked` after `status` when the bot got an
+    /// error status (docs/check.md).
     public func check(_ host: String) -> HostReport {
         var report = checkOrigin(host)
+        let (line, blocked) = probeBot(report)
+        if blocked != nil { report.insert(line, after: "status") }
         checkCDN(&report)
         return report
+    }
+
+    /// A browser's User-Agent (Safari on macOS), for the bot-blocked probe.
+    package static let browserUserAgent = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Safari/605.1.15"
+
+    /// When `status` failed with 400 or more: the same GET as a browser. A 200 with JSON then
+    /// means something in front of the origin (a firewall, bot protection, a CDN rule) tells
+    /// Apple's bot from browsers. `blocked` is nil when the probe did not run.
+    package func probeBot(_ report: HostReport) -> (line: CheckLine, blocked: Bool?) {
+        guard report.status(of: "status") == .fail, let status = report.originStatus, status >= 400 else {
+            let message = switch report.status(of: "status") {
+            case .fail: "not run: status failed without an HTTP status of 400 or more"
+            case .skip: report.checks.first { $0.name == "status" }?.message ?? "not run"
+            default: "not run: status did not fail"
+            }
+            return (CheckLine(name: "bot-blocked", status: .skip, message: message), nil)
+        }
+        guard !report.addresses.isEmpty, report.certificateFailure == nil, report.status(of: "tls") != .fail else {
+            return (CheckLine(name: "bot-blocked", status: .skip, message: "not run: the origin cannot be reached over verified TLS"), nil)
+        }
+        var configuration = HTTPSClient.Configuration(timeoutSeconds: options.timeoutSeconds, caFile: options.caFile,
+                                                      connectTo: report.addresses, userAgent: SiteCheck.browserUserAgent)
+        configuration.maxBodyBytes = 1024 * 1024
+        guard let client = try? HTTPSClient(configuration) else {
+            return (CheckLine(name: "bot-blocked", status: .skip, message: "not run: no client for the origin"), nil)
+        }
+        let url = HTTPURL(isSecure: true, host: report.host, target: SiteCheck.wellKnownPath)
+        do {
+            let response = try client.get(url, headers: ownCheckHeaders)
+            if response.status == 200, JSONParser.parse(response.body).value != nil {
+                return (CheckLine(name: "bot-blocked", status: .fail,
+                                  message: "\(SiteCheck.userAgent) gets \(status) but a browser gets 200 with the file: something in front of the origin (a firewall, bot protection, a CDN rule) answers Apple's bot differently from browsers; allow \(SiteCheck.userAgent) to fetch \(SiteCheck.wellKnownPath)"), true)
+            }
+            return (CheckLine(name: "bot-blocked", status: .pass,
+                              message: "a browser gets \(response.head.statusText) too: the origin does not single out Apple's bot"), false)
+        } catch {
+            return (CheckLine(name: "bot-blocked", status: .pass, message: "a browser gets no answer either (\(error.message))"), false)
+        }
     }
 
     /// `resolve` to `app`: the origin as the CDN fetches it. When the certificate does not
