@@ -54,6 +54,9 @@ public struct HostReport: Sendable {
     public var certificateFailure: String?
     /// The HTTP status of `GET /.well-known/apple-app-site-association`, when one came.
     package var originStatus: Int?
+    /// When the origin's one time-out ends (monotonic milliseconds): what asks the origin again
+    /// (the bot-blocked probe) gets only what is left of it.
+    package var originDeadline: Int64?
     /// The origin's `ETag` for the file read, when it sent one.
     package var etag: String?
     /// Where the origin was reached (resolved, or `--connect`).

@@ -94,9 +94,13 @@ public struct SiteCheck: Sendable {
         guard let client = try? HTTPSClient(configuration) else {
             return (CheckLine(name: "bot-blocked", status: .skip, message: "not run: no client for the origin"), nil)
         }
+        // The host's one time-out bounds the probe too (docs/check.md).
+        if let deadline = report.originDeadline, deadline - monotonicMilliseconds() < 100 {
+            return (CheckLine(name: "bot-blocked", status: .skip, message: "not run: the host's time-out (--timeout) was spent"), nil)
+        }
         let url = HTTPURL(isSecure: true, host: report.host, target: SiteCheck.wellKnownPath)
         do {
-            let response = try client.get(url, headers: ownCheckHeaders)
+            let response = try client.get(url, headers: ownCheckHeaders, deadline: report.originDeadline)
             if response.status == 200, JSONParser.parse(response.body).value != nil {
                 return (CheckLine(name: "bot-blocked", status: .fail,
                                   message: "\(SiteCheck.userAgent) gets \(status) but a browser gets 200 with the file: something in front of the origin (a firewall, bot protection, a CDN rule) answers Apple's bot differently from browsers; allow \(SiteCheck.userAgent) to fetch \(SiteCheck.wellKnownPath)"), true)
@@ -126,6 +130,7 @@ public struct SiteCheck: Sendable {
         var report = HostReport(host: host, url: "https://\(host)\(SiteCheck.wellKnownPath)")
         // One budget for the origin: the legacy location, when it is tried, gets what is left.
         let deadline = monotonicMilliseconds() + Int64(options.timeoutSeconds * 1000)
+        report.originDeadline = deadline
 
         // 1. resolve
         let addresses: [SocketAddress]
