@@ -51,10 +51,10 @@ enum CertificateCheck {
     }
 }
 
-/// Where temporary files go: $TMPDIR, else /tmp.
+/// Where temporary files go: $TMPDIR, else /tmp (a certificate checked before it is stored, the
+/// PostgreSQL store's local copy).
 enum TemporaryFolder {
     static var path: String {
-        if let dir = getenv("TMPDIR"), dir.pointee != 0 { return String(cString: dir) }
-        return "/tmp"
+        getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 }

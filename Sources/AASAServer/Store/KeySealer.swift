@@ -20,7 +20,7 @@ struct KeySealer: Sendable {
 
     /// From the secret file: at least 32 bytes, whatever they are; the key is their SHA-256.
     init(secretFile path: String) throws(Failure) {
-        guard let bytes = SnapshotBuilderRead.bytes(path) else { throw Failure(description: "--store-secret-file: cannot read \(path)") }
+        guard let bytes = (try? SnapshotBuilder.read(path))??.bytes else { throw Failure(description: "--store-secret-file: cannot read \(path)") }
         guard bytes.count >= 32 else {
             throw Failure(description: "--store-secret-file: \(path) holds \(bytes.count) bytes; at least 32 are needed (for instance `openssl rand -hex 32 > \(path)`)")
         }
@@ -116,12 +116,5 @@ struct KeySealer: Sendable {
             i += 2
         }
         return out
-    }
-}
-
-/// A whole small file, or nil.
-enum SnapshotBuilderRead {
-    static func bytes(_ path: String) -> [UInt8]? {
-        (try? SnapshotBuilder.read(path))??.bytes
     }
 }

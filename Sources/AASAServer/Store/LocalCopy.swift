@@ -17,9 +17,7 @@ struct LocalCopy {
     }
 
     /// The folder copies are made in: $TMPDIR, else /tmp.
-    static var base: String {
-        getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-    }
+    static var base: String { TemporaryFolder.path }
 
     /// `aasa-store-PID-`: the process that owns a copy, so a later start can tell the copies
     /// of processes that are gone (killed before they could remove theirs).
