@@ -199,10 +199,12 @@ final class WriteAPI: Sendable {
     /// one step, in one transaction of the store (which, for PostgreSQL, also holds other
     /// replicas' writes to the same row back). What the write changed is published once the
     /// store has committed it, before the answer leaves.
-    private let writes = Locked<Void>(())
+    /// Counts the writes (not `Void`: see ``SnapshotPublisher``'s lock).
+    private let writes = Locked<Int>(0)
 
     private func serialWrite(_ request: HTTPRequest, _ body: (inout ReloadScope) throws(StoreError) -> Response) -> Response {
-        let outcome: Result<Response, StoreError> = writes.withLock { _ in
+        let outcome: Result<Response, StoreError> = writes.withLock { count in
+            count += 1
             do throws(StoreError) {
                 var scope = ReloadScope()
                 let response = try store.transaction { () throws(StoreError) -> Response in try body(&scope) }

@@ -282,9 +282,10 @@ final class CDNWatch: Sendable {
     }
 }
 
-/// Starts a detached thread running `body`; the error when the system has no thread to give
-/// (EAGAIN), which a check survives.
-private func startDetachedThread(_ body: sending @escaping () -> Void) -> SystemError? {
+/// Starts a detached thread running `body` (nobody joins it: the CDN watch, the PostgreSQL
+/// store's thread); the error when the system has no thread to give (EAGAIN), which a check
+/// survives.
+func startDetachedThread(_ body: sending @escaping () -> Void) -> SystemError? {
     switch tryStartThread(body) {
     case .success(let thread):
         pthread_detach(thread)

@@ -43,7 +43,7 @@ struct LocalCopy {
 
     /// Removes, off the start's path, the copies whose processes are gone.
     static func removeAbandoned(log: Log) {
-        _ = startThread {
+        _ = startDetachedThread {
             var removed = 0
             for entry in (try? DirectoryListing.entries(in: base)) ?? [] where entry.name.hasPrefix(prefix) {
                 let rest = entry.name.dropFirst(prefix.count)

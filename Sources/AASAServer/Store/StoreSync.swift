@@ -49,7 +49,7 @@ final class StoreSync: @unchecked Sendable {
     }
 
     func start() {
-        _ = startThread { self.run() }
+        if let error = startDetachedThread({ self.run() }) { log.error("store: cannot start the thread that follows the store: \(error)") }
     }
 
     private func run() {
