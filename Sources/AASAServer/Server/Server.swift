@@ -268,6 +268,9 @@ public final class Server {
         log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
         for t in threads { pthread_join(t, nil) }
         for l in listeners where l.kind == .admin { close(l.fd) }
+        // The write API and the store's thread refer to the state that holds them: let go.
+        state.writeAPI.withLock { $0 = nil }
+        state.storeSync.withLock { $0 = nil }
         log.info("stopped")
         let now = monotonicMilliseconds()
         flushDeadline = max(now + 100, min(graceEnd, now + 2000))
