@@ -22,6 +22,7 @@ struct AASA: ParsableCommand {
     /// EX_USAGE (64) for that; map it here.
     static func main() {
         openMissingStandardDescriptors()
+        initializeOpenSSL()
         var parsed: ParsableCommand.Type?
         do {
             var command = try parseAsRoot()

@@ -28,3 +28,12 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
         if ERR_peek_error() != 0 { ERR_clear_error() }
     }
 }
+
+/// OpenSSL, set up once at the start of the process without its exit-time clean-up
+/// (`OPENSSL_INIT_NO_ATEXIT`, OPENSSL_init_crypto(3)): threads that nobody joins (ACME, the CDN
+/// watch, the store's follower) may still be inside OpenSSL when `exit` runs, and the clean-up
+/// would free the locks under them (a crash at exit that ThreadSanitizer caught). The kernel
+/// takes back what the process held anyway.
+public func initializeOpenSSL() {
+    _ = OPENSSL_init_ssl(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
+}
