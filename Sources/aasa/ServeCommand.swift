@@ -190,12 +190,6 @@ struct ServeCommand: ParsableCommand {
         c.pollIntervalSeconds = try number(pollInterval, .pollInterval, env) ?? 30
         c.dev = dev
         if try acme || env.flag(.acme) {
-            // Each replica would order on its own and keep what it got in its local copy only,
-            // lost at the next start: the store's ACME (shared account, challenges and order
-            // bucket) is not built yet (docs/replicas.md).
-            guard c.storeURL == nil else {
-                throw ValidationError("--acme with --store is not supported yet: put certificates in aasa_certificates (or through the API), or run ACME on folders")
-            }
             c.acme = try acmeConfiguration(c, env)
         }
         c.cdnWatch = try cdnWatchConfiguration(dev: dev, env)

@@ -10,40 +10,40 @@ import Glibc
     static let hosts = ["one.acme.test", "two.acme.test", "three.acme.test"]
 
     /// A server with ACME on, fixed ports (the CA must know them) and a retry base of `retryMS`.
-    private func startServer(_ pebble: Pebble?, ports: ServerProcess.Ports, directoryURL: String? = nil,
-                             sites: [String] = ACMETests.hosts, challenge: String = "tls-alpn-01", extra: [String] = [],
-                             retryMS: Int = 1000, reuse: TemporaryDirectory? = nil) throws -> ServerProcess {
+    func startServer(_ pebble: Pebble?, ports: ServerProcess.Ports, directoryURL: String? = nil,
+                     sites: [String] = ACMETests.hosts, challenge: String = "tls-alpn-01", extra: [String] = [],
+                     retryMS: Int = 1000, reuse: TemporaryDirectory? = nil, store: String? = nil) throws -> ServerProcess {
         let directory = directoryURL ?? pebble!.directoryURL
         return try ServerProcess(sites: Dictionary(uniqueKeysWithValues: sites.map { ($0, exampleCom) }),
                                  extraArguments: ["--acme", "--acme-directory", directory, "--acme-ca-root", Pebble.caRoot,
                                                   "--acme-challenge", challenge, "--acme-email", "ops@acme.test"] + extra,
                                  workers: 2, ports: ports, certificates: false,
-                                 environment: ["AASA_ACME_RETRY_BASE_MS": "\(retryMS)"], reuse: reuse)
+                                 environment: ["AASA_ACME_RETRY_BASE_MS": "\(retryMS)"], reuse: reuse, store: store)
     }
 
-    private func freePorts() throws -> ServerProcess.Ports {
+    func freePorts() throws -> ServerProcess.Ports {
         ServerProcess.Ports(https: try freePort(), http: try freePort(), admin: 0)
     }
 
     /// The ACME certificates `/status` lists, by name.
-    private func acmeCertificates(_ server: ServerProcess) throws -> [String: [String: Any]] {
+    func acmeCertificates(_ server: ServerProcess) throws -> [String: [String: Any]] {
         let certs = try server.status()["certificates"] as? [[String: Any]] ?? []
         var out: [String: [String: Any]] = [:]
         for c in certs where c["source"] as? String == "acme" { out[c["name"] as? String ?? ""] = c }
         return out
     }
 
-    private func waitForCertificates(_ server: ServerProcess, _ hosts: [String], timeout: Double = 60) -> Bool {
+    func waitForCertificates(_ server: ServerProcess, _ hosts: [String], timeout: Double = 60) -> Bool {
         ServerProcess.waitFor(timeout: timeout) { try Set(acmeCertificates(server).keys).isSuperset(of: hosts) }
     }
 
     /// `openssl s_client` with verification against pebble's issuing root and the host name.
-    private func verify(_ host: String, port: Int, root: String) throws -> CommandResult {
+    func verify(_ host: String, port: Int, root: String) throws -> CommandResult {
         try Shell.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", host, "-verify_hostname", host,
                                            "-verify_return_error", "-CAfile", root], input: "")
     }
 
-    private func metric(_ server: ServerProcess, _ result: String) throws -> Int? {
+    func metric(_ server: ServerProcess, _ result: String) throws -> Int? {
         let line = try server.admin("/metrics").body.split(separator: "\n").first { $0.hasPrefix("aasa_acme_orders_total{result=\"\(result)\"}") }
         return line.flatMap { Int($0.split(separator: " ").last ?? "") }
     }
@@ -111,7 +111,7 @@ import Glibc
         #expect(try metric(server, "failed") == 0, "badNonce never fails an order")
     }
 
-    @Test func aSiteAddedWhileRunningGetsACertificateWithoutARestart() throws {
+    @Test func aSiteAddedWhileRunningGetsACertificateWithoutARestartAndLosesItWhenItGoes() throws {
         let ports = try freePorts()
         let pebble = try Pebble(.init(httpPort: ports.http, tlsPort: ports.https))
         let server = try startServer(pebble, ports: ports, sites: ["one.acme.test"])
@@ -120,6 +120,14 @@ import Glibc
         #expect(waitForCertificates(server, ["late.acme.test"], timeout: 30), "\(server.log)")
         try checkServed(server, hosts: ["late.acme.test"], root: try pebble.issuingRoot())
         #expect(try metric(server, "issued") == 2)
+        // The site goes again: 10 s later its certificate goes too (and only ACME's files).
+        try FileManager.default.removeItem(at: server.config.appendingPathComponent("late.acme.test"))
+        try server.directory.write("certs/late.acme.test/notes.txt", "the operator's\n")
+        #expect(server.waitForLog("acme: late.acme.test: no site uses this certificate any more; removed", timeout: 25), "\(server.log)")
+        #expect(ServerProcess.waitFor(timeout: 5) { try Set(acmeCertificates(server).keys) == ["one.acme.test"] })
+        let left = try FileManager.default.contentsOfDirectory(atPath: server.certs.appendingPathComponent("late.acme.test").path)
+        #expect(left == ["notes.txt"])
+        #expect(!FileManager.default.fileExists(atPath: server.certs.appendingPathComponent("acme/certificates/late.acme.test.json").path))
     }
 
     @Test func aRestartReusesTheAccountAndTheCertificates() throws {
@@ -315,34 +323,8 @@ import Glibc
         let tlsFront = try freePort()
         let httpFront = try freePort()
         let pebble = try Pebble(.init(httpPort: httpFront, tlsPort: tlsFront))
-        let dir = try TemporaryDirectory()
-        let config = """
-        defaults
-          mode tcp
-          balance roundrobin
-          timeout connect 2s
-          timeout client 10s
-          timeout server 10s
-        frontend tls
-          bind 127.0.0.1:\(tlsFront)
-          default_backend aasa_tls
-        backend aasa_tls
-          server a 127.0.0.1:\(replicaPorts[0].https)
-          server b 127.0.0.1:\(replicaPorts[1].https)
-        frontend http
-          bind 127.0.0.1:\(httpFront)
-          default_backend aasa_http
-        backend aasa_http
-          server a 127.0.0.1:\(replicaPorts[0].http)
-          server b 127.0.0.1:\(replicaPorts[1].http)
-        """
-        let haproxy = Process()
-        haproxy.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
-        haproxy.arguments = ["-db", "-f", try dir.write("haproxy.cfg", config + "\n")]
-        haproxy.standardOutput = FileHandle.nullDevice
-        haproxy.standardError = FileHandle.nullDevice
-        try haproxy.run()
-        defer { haproxy.stop(grace: 10) }
+        let (haproxy, balancer) = try ACMETests.roundRobin(tls: tlsFront, http: httpFront, replicas: replicaPorts)
+        defer { haproxy.stop(grace: 10); _ = balancer }
         let a = try startServer(pebble, ports: replicaPorts[0], challenge: challenge)
         let b = try startServer(pebble, ports: replicaPorts[1], challenge: challenge, reuse: a.directory)
         #expect(waitForCertificates(a, ACMETests.hosts), "\(a.log)\n\(b.log)")
@@ -361,6 +343,32 @@ import Glibc
             #expect(!a.accessLog.contains("\" 404 "), "\(a.accessLog)")
             #expect(!b.accessLog.contains("\" 404 "), "\(b.accessLog)")
         }
+    }
+
+    /// haproxy in TCP mode sending connections to `tls` and `http` to the replicas in turn,
+    /// as the CA's validations reach replicas behind a balancer.
+    static func roundRobin(tls: Int, http: Int, replicas: [ServerProcess.Ports]) throws -> (Process, TemporaryDirectory) {
+        let dir = try TemporaryDirectory()
+        var config = """
+        defaults
+          mode tcp
+          balance roundrobin
+          timeout connect 2s
+          timeout client 10s
+          timeout server 10s
+
+        """
+        for (name, front, port) in [("tls", tls, \ServerProcess.Ports.https), ("http", http, \ServerProcess.Ports.http)] {
+            config += "frontend \(name)\n  bind 127.0.0.1:\(front)\n  default_backend aasa_\(name)\nbackend aasa_\(name)\n"
+            for (i, replica) in replicas.enumerated() { config += "  server r\(i) 127.0.0.1:\(replica[keyPath: port])\n" }
+        }
+        let haproxy = Process()
+        haproxy.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
+        haproxy.arguments = ["-db", "-f", try dir.write("haproxy.cfg", config)]
+        haproxy.standardOutput = FileHandle.nullDevice
+        haproxy.standardError = FileHandle.nullDevice
+        try haproxy.run()
+        return (haproxy, dir)
     }
 
     @Test func usageErrorsOfACMEExitTwoWithAClearMessage() throws {

@@ -259,11 +259,6 @@ struct ServeStoreTests {
         #expect(!FileManager.default.fileExists(atPath: root2))
     }
 
-    @Test func acmeWithTheStoreIsRefusedUntilItCanBeShared() throws {
-        let r = try Shell.run(AASABinary.url.path, ["serve", "--store", "postgres://x@127.0.0.1:1/x", "--acme"])
-        #expect(r.status != 0 && r.stderr.contains("--acme with --store is not supported yet"), "\(r.stderr)")
-    }
-
     @Test func storeAndFoldersTogetherIsBadUsage() throws {
         let r = try Shell.run(AASABinary.url.path, ["serve", "--store", "postgres://x@127.0.0.1:1/x", "--config", "config"])
         #expect(r.status == 64 || r.status == 2, "\(r.status) \(r.stderr)")

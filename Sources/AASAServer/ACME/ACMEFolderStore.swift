@@ -11,9 +11,16 @@ import Glibc
 /// `acme/account.json` (the account URL, and the directory it belongs to), the lock replicas
 /// share, and each certificate in the certbot layout `HOST/fullchain.pem` + `HOST/privkey.pem`,
 /// which the ordinary loader indexes and hot-reloads. `acme/certificates/HOST.json` records
-/// that ACME issued `HOST/` (its `/status` source, and that it is ours to renew).
-struct ACMEStorage {
+/// that ACME issued `HOST/` (its `/status` source, and that it is ours to renew). The order
+/// bucket is this process's own: replicas on one volume share the lock, not the bucket.
+final class ACMEFolderStore: ACMEStore {
     let certsDirectory: String
+    private var bucket: OrderBucket
+
+    init(certsDirectory: String, orderRate: Int) {
+        self.certsDirectory = certsDirectory
+        bucket = OrderBucket(capacity: orderRate, now: monotonicMilliseconds())
+    }
 
     var acmeDirectory: String { certsDirectory + "/acme" }
     var accountKeyPath: String { acmeDirectory + "/account.key" }
@@ -46,22 +53,22 @@ struct ACMEStorage {
     }
 
     func publishChallenge(_ type: ChallengeType, name: String, keyAuthorization: String) throws(ACMEError) {
-        guard ACMEStorage.isSafeName(name) else { throw ACMEError(.protocolViolation, "unusable challenge name \(name)") }
+        guard ACMEFolderStore.isSafeName(name) else { throw ACMEError(.protocolViolation, "unusable challenge name \(name)") }
         try write(Array(keyAuthorization.utf8), to: challengesDirectory + "/\(type.rawValue)/\(name)", mode: 0o644)
     }
 
     func withdrawChallenge(_ type: ChallengeType, name: String) {
-        guard ACMEStorage.isSafeName(name) else { return }
+        guard ACMEFolderStore.isSafeName(name) else { return }
         unlink(challengesDirectory + "/\(type.rawValue)/\(name)")
     }
 
-    /// Every published challenge, as `TYPE/NAME` → key authorization.
-    func sharedChallenges() -> [String: String] {
+    /// Every published challenge, as `TYPE/NAME` → key authorization: read by the ACME thread.
+    func sharedChallenges() -> [String: String]? {
         var out: [String: String] = [:]
         for type in ChallengeType.allCases {
             let dir = challengesDirectory + "/" + type.rawValue
-            for name in (try? DirectoryListing.names(in: dir)) ?? [] where ACMEStorage.isSafeName(name) {
-                if let bytes = ACMEStorage.read(dir + "/" + name), !bytes.isEmpty {
+            for name in (try? DirectoryListing.names(in: dir)) ?? [] where ACMEFolderStore.isSafeName(name) {
+                if let bytes = ACMEFolderStore.read(dir + "/" + name), !bytes.isEmpty {
                     out[type.rawValue + "/" + name] = String(decoding: bytes, as: UTF8.self)
                 }
             }
@@ -71,9 +78,9 @@ struct ACMEStorage {
 
     // MARK: - Account
 
-    /// The account key, made and written (0600) on first use.
-    func accountKey(log: Log) throws(ACMEError) -> P256Key {
-        if let pem = ACMEStorage.read(accountKeyPath) { return try P256Key(pem: pem) }
+    /// The account key, made and written (0600) on first use; one for every directory.
+    func accountKey(directory: String, log: Log) throws(ACMEError) -> P256Key {
+        if let pem = ACMEFolderStore.read(accountKeyPath) { return try P256Key(pem: pem) }
         let key = try P256Key.generate()
         try write(try key.privateKeyPEM(), to: accountKeyPath, mode: 0o600)
         log.info("acme: new account key in \(accountKeyPath)")
@@ -82,7 +89,7 @@ struct ACMEStorage {
 
     /// The account URL saved for `directory`, if any (another directory means another account).
     func accountURL(directory: String) -> String? {
-        guard let bytes = ACMEStorage.read(accountPath), let json = JSONParser.parse(bytes).value,
+        guard let bytes = ACMEFolderStore.read(accountPath), let json = JSONParser.parse(bytes).value,
               json["directory"]?.stringValue == directory else { return nil }
         return json["url"]?.stringValue
     }
@@ -94,6 +101,10 @@ struct ACMEStorage {
         w.key("url"); w.value(url)
         w.endObject()
         try write(Array((w.output + "\n").utf8), to: accountPath, mode: 0o644)
+    }
+
+    func forgetAccount(directory: String) {
+        unlink(accountPath)
     }
 
     // MARK: - Certificates
@@ -130,22 +141,35 @@ struct ACMEStorage {
         w.key("order"); w.value(issued.orderURL)
         w.key("issued"); w.value(HTTPDate.iso8601(milliseconds: wallClockMilliseconds()))
         w.endObject()
-        try write(Array((w.output + "\n").utf8), to: ACMEStorage.markerPath(certsDirectory: certsDirectory, name: host), mode: 0o644)
+        try write(Array((w.output + "\n").utf8), to: ACMEFolderStore.markerPath(certsDirectory: certsDirectory, name: host), mode: 0o644)
     }
 
     /// The validity of the ACME certificate on disk for `host` (the leaf of `HOST/fullchain.pem`
     /// when ACME issued it and it names the host), to see what another replica already did.
     func issuedValidity(host: String) -> CertificateValidity? {
-        guard DirectoryListing.isFile(ACMEStorage.markerPath(certsDirectory: certsDirectory, name: host)),
-              let pem = ACMEStorage.read(certsDirectory + "/" + host + "/fullchain.pem") else { return nil }
+        guard DirectoryListing.isFile(ACMEFolderStore.markerPath(certsDirectory: certsDirectory, name: host)),
+              let pem = ACMEFolderStore.read(certsDirectory + "/" + host + "/fullchain.pem") else { return nil }
         return CertificateValidity(pem: pem, host: host)
     }
 
-    // MARK: - Lock
+    /// Removes `HOST/`'s ACME files and its marker (never a file ACME did not write).
+    func removeCertificate(host: String) throws(ACMEError) {
+        let folder = certsDirectory + "/" + host
+        for path in [folder + "/fullchain.pem", folder + "/privkey.pem", ACMEFolderStore.markerPath(certsDirectory: certsDirectory, name: host)]
+        where unlink(path) != 0 && errno != ENOENT {
+            throw ACMEError(.storage, "cannot remove \(path): \(String(cString: strerror(errno)))")
+        }
+        rmdir(folder)
+    }
+
+    // MARK: - Lock and bucket
+
+    var lockDescription: String { lockPath }
 
     /// Takes `acme/lock` (flock(2), exclusive, not waiting): replicas sharing the volume order
-    /// one at a time. Nil when another process holds it. Closing the descriptor releases it.
-    func tryLock() throws(ACMEError) -> Int32? {
+    /// one at a time, whatever the host. Nil when another process holds it. Closing the
+    /// descriptor releases it.
+    func lock(_ host: String) throws(ACMEError) -> ACMELock? {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ACMEError(.storage, "cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -154,8 +178,12 @@ struct ACMEStorage {
             if e == EWOULDBLOCK { return nil }
             throw ACMEError(.storage, "flock \(lockPath): \(String(cString: strerror(e)))")
         }
-        return fd
+        return ACMELock { close(fd) }
     }
+
+    func takeOrder(now: Int64) -> Bool { bucket.take(now: now) }
+
+    func nextOrder(now: Int64) -> Int64 { bucket.nextOrder(now: now) }
 
     // MARK: - Files
 

@@ -7,14 +7,15 @@ import Glibc
 #endif
 
 /// The ACME thread (docs/acme.md): at start and whenever the snapshot changes, every configured
-/// host that no certificate covers is ordered, and every ACME certificate past two thirds of
-/// its lifetime is renewed. One order at a time, across replicas too (`acme/lock`); failures
-/// back off exponentially. It only reads the published snapshot and writes files into
-/// `--certs`: the reload that follows makes new handshakes use the new certificate. The loops
-/// and the control thread never wait for it.
+/// host that no certificate covers is ordered, every ACME certificate past two thirds of its
+/// lifetime is renewed, and one that covers no site any more is removed. One replica at a time
+/// orders a host (the store's lock); failures back off exponentially. It only reads the
+/// published snapshot and writes to the store (``ACMEStore``: `--certs`, or PostgreSQL): the
+/// reload that follows makes new handshakes use the new certificate. The loops and the
+/// control thread never wait for it.
 final class ACMEScheduler {
     private let configuration: ACMEConfiguration
-    private let storage: ACMEStorage
+    private let storage: any ACMEStore
     private let state: ServerState
     private let status: ACMEStatus
     private let log: Log
@@ -34,33 +35,50 @@ final class ACMEScheduler {
     private var recreatedAccount = false
     /// Challenges other replicas published (`TYPE/NAME` → key authorization), answered here too.
     private var foreign: [String: String] = [:]
-    /// New orders, renewals included, at `--acme-order-rate` per 3 hours.
-    private var bucket: OrderBucket
+    /// When the order bucket, empty at the last look, is worth asking again (monotonic ms).
+    private var bucketEmptyUntil: Int64 = 0
+    /// ACME certificates whose host no site serves, since when (monotonic ms).
+    private var orphans: [String: Int64] = [:]
+    /// How long a host must be gone before its certificate is removed: a site folder renamed,
+    /// or a site deleted and written again, is not a reason to order again.
+    static let orphanGraceMilliseconds: Int64 = 10_000
 
-    init(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
+    init(configuration: ACMEConfiguration, store: any ACMEStore, state: ServerState, status: ACMEStatus, log: Log) {
         self.configuration = configuration
-        self.storage = ACMEStorage(certsDirectory: certsDirectory)
+        self.storage = store
         self.state = state
         self.status = status
         self.log = log
-        bucket = OrderBucket(capacity: configuration.orderRate, now: monotonicMilliseconds())
     }
 
     /// Starts the ACME thread, which makes its scheduler and alone touches it. Never joined: at
     /// shutdown it notices the drain within a second, and the process may exit before an order
-    /// in flight ends (the next start picks it up again).
-    static func start(configuration: ACMEConfiguration, certsDirectory: String, state: ServerState, status: ACMEStatus, log: Log) {
+    /// in flight ends (the next start picks it up again). The store is made on that thread.
+    static func start(configuration: ACMEConfiguration, store: @escaping @Sendable () -> any ACMEStore, state: ServerState,
+                      status: ACMEStatus, log: Log) {
         pthread_detach(startThread {
-            ACMEScheduler(configuration: configuration, certsDirectory: certsDirectory, state: state, status: status, log: log).run()
+            ACMEScheduler(configuration: configuration, store: store(), state: state, status: status, log: log).run()
         })
     }
 
     private func run() {
-        do {
-            try storage.prepare()
-        } catch {
-            log.error("acme: \(error); no certificates will be ordered")
-            return
+        // With the store, nothing is decided before its first load: the snapshot is empty until then.
+        while !state.ready.load(ordering: .acquiring) {
+            if state.draining.load(ordering: .relaxed) { return }
+            usleep(100_000)
+        }
+        var reported = false
+        while true {
+            do {
+                try storage.prepare()
+                break
+            } catch {
+                // The store away at start: no order until it is back.
+                if !reported { log.error("acme: \(error); no certificates are ordered until it works (retrying every 5 s)") }
+                reported = true
+                for _ in 0..<50 where !state.draining.load(ordering: .relaxed) { usleep(100_000) }
+                if state.draining.load(ordering: .relaxed) { return }
+            }
         }
         log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory), at most \(configuration.orderRate) orders per 3 hours")
         status.challenges.demand.isEnabled = true
@@ -83,18 +101,15 @@ final class ACMEScheduler {
             let ready = due.first(where: { (backoff[$0]?.nextAttempt ?? 0) <= now })
             // The next order starts when the bucket has a token and a waiting host's back-off is over.
             let earliest = due.lazy.map { self.backoff[$0]?.nextAttempt ?? now }.min() ?? now
-            let nextOrder = max(bucket.nextOrder(now: now), earliest, now)
-            status.setQueue(ACMEStatus.Queue(queued: due.count,
-                                             nextOrderAt: due.isEmpty ? nil : wallClockSeconds() + Int((nextOrder - now + 999) / 1000)))
-            if let host = ready, bucket.take(now: now) {
-                status.challenges.demand.remove(host)
-                let waiting = max(0, due.count - 1)
-                let next = bucket.nextOrder(now: now)
-                status.setQueue(ACMEStatus.Queue(queued: waiting,
-                                                 nextOrderAt: waiting == 0 ? nil : wallClockSeconds() + Int((next - now + 999) / 1000)))
-                attempt(host)
+            if let host = ready, now >= bucketEmptyUntil, attempt(host, waiting: max(0, due.count - 1)) {
                 cached = nil
             } else {
+                // The bucket (shared by the replicas of a store) is asked again when it should
+                // have an order, or in a second, not five times a second.
+                if ready != nil, now >= bucketEmptyUntil { bucketEmptyUntil = max(now + 1_000, storage.nextOrder(now: now)) }
+                let nextOrder = max(bucketEmptyUntil, earliest, now)
+                status.setQueue(ACMEStatus.Queue(queued: due.count,
+                                                 nextOrderAt: due.isEmpty ? nil : wallClockSeconds() + Int((nextOrder - now + 999) / 1000)))
                 // Sites, certificates and shared challenges are looked at five times a second:
                 // a new site gets its order right after the reload that found it.
                 usleep(200_000)
@@ -106,7 +121,7 @@ final class ACMEScheduler {
     /// answering those it withdrew. Our own are never in `foreign`: they are published and
     /// withdrawn while this thread is inside ``attempt(_:)``.
     private func syncSharedChallenges() {
-        let shared = storage.sharedChallenges()
+        guard let shared = storage.sharedChallenges() else { return }
         for (key, keyAuthorization) in shared where foreign[key] != keyAuthorization {
             let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
             guard parts.count == 2, let type = ChallengeType(rawValue: parts[0]) else { continue }
@@ -142,6 +157,7 @@ final class ACMEScheduler {
             if seen.insert(site.name.host).inserted { hosts.append(site.name.host) }
         }
         status.keep(only: Set(hosts + snapshot.sites.filter(\.name.isWildcard).map(\.name.description)))
+        removeOrphans(snapshot, hosts: Set(hosts))
         let now = wallClockSeconds()
         return hosts.filter { host in
             // The certificate a handshake for the host gets (exact name, then wildcard).
@@ -159,27 +175,58 @@ final class ACMEScheduler {
         }
     }
 
-    private func attempt(_ host: String) {
-        let lock: Int32?
+    /// ACME certificates whose host no site serves any more (deleted through the API, by SQL,
+    /// or from the config folder) are removed once the host has been gone for
+    /// ``orphanGraceMilliseconds``; a certificate someone else put in is never touched.
+    private func removeOrphans(_ snapshot: SiteSnapshot, hosts: Set<String>) {
+        let now = monotonicMilliseconds()
+        let gone = snapshot.certificates.acmeNames.subtracting(hosts)
+        orphans = orphans.filter { gone.contains($0.key) }
+        for name in gone {
+            let since = orphans[name] ?? now
+            orphans[name] = since
+            guard now - since >= ACMEScheduler.orphanGraceMilliseconds else { continue }
+            do throws(ACMEError) {
+                try storage.removeCertificate(host: name)
+                written[name] = nil
+                orphans[name] = nil
+                log.info("acme: \(name): no site uses this certificate any more; removed")
+            } catch {
+                log.error("acme: \(name): cannot remove the certificate no site uses: \(error)")
+                orphans[name] = now
+            }
+        }
+    }
+
+    /// Orders `host` unless another replica is ordering it or did meanwhile; false when the
+    /// order bucket was empty (nothing done). The lock comes before the bucket: an order that
+    /// does not happen takes no order from the replicas sharing the bucket.
+    private func attempt(_ host: String, waiting: Int) -> Bool {
+        let lock: ACMELock?
         do {
-            lock = try storage.tryLock()
+            lock = try storage.lock(host)
         } catch {
             fail(host, error)
-            return
+            return true
         }
         guard let lock else {
             // Another replica is ordering; what it writes appears through the reload.
-            status.set(host, .pending, error: "another process holds \(storage.lockPath)")
+            status.set(host, .pending, error: "\(storage.lockDescription) is ordering it")
             backoff[host] = Backoff(failures: backoff[host]?.failures ?? 0, nextAttempt: monotonicMilliseconds() + 5_000)
-            return
+            return true
         }
-        defer { close(lock) }
+        defer { lock.release() }
         // Another replica may have issued it while we waited for the lock.
         if let validity = storage.issuedValidity(host: host), wallClockSeconds() < validity.renewAfter {
             written[host] = validity
             backoff[host] = nil
-            return
+            return true
         }
+        let now = monotonicMilliseconds()
+        guard storage.takeOrder(now: now) else { return false }
+        status.challenges.demand.remove(host)
+        let next = waiting == 0 ? now : storage.nextOrder(now: now)
+        status.setQueue(ACMEStatus.Queue(queued: waiting, nextOrderAt: waiting == 0 ? nil : wallClockSeconds() + Int((next - now + 999) / 1000)))
         status.set(host, .ordering)
         do throws(ACMEError) {
             let client = try ensureClient()
@@ -198,6 +245,7 @@ final class ACMEScheduler {
         } catch {
             fail(host, error)
         }
+        return true
     }
 
     private func fail(_ host: String, _ error: ACMEError) {
@@ -208,7 +256,7 @@ final class ACMEScheduler {
             // The saved account is gone (deactivated, a reset test CA): make a new one with the
             // same key and try again at once; the failure still counts toward the back-off.
             client = nil
-            unlink(storage.accountPath)
+            storage.forgetAccount(directory: configuration.directory)
             backoff[host] = Backoff(failures: failures, nextAttempt: monotonicMilliseconds())
             status.set(host, .failed, error: error.description, nextAttempt: wallClockSeconds())
             log.error("acme: \(host): order failed: \(error); creating a new account and retrying at once")
@@ -235,7 +283,7 @@ final class ACMEScheduler {
         } catch {
             throw ACMEError(.transport, "ACME client: \(error.message)")
         }
-        let key = try storage.accountKey(log: log)
+        let key = try storage.accountKey(directory: configuration.directory, log: log)
         let saved = storage.accountURL(directory: configuration.directory)
         let client = ACMEClient(directoryURL: configuration.directory, key: key, http: http, accountURL: saved, log: log)
         if saved == nil {

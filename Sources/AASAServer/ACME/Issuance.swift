@@ -12,10 +12,10 @@ struct Issuance {
     let client: ACMEClient
     let challengeType: ChallengeType
     let challenges: PendingChallenges
-    /// Where the challenge is also published for replicas sharing `--certs` (nil: not shared).
-    var storage: ACMEStorage?
-    /// How long replicas get to pick a published challenge up (they look every 200 ms)
-    /// before the CA is told to validate.
+    /// Where the challenge is also published for the replicas sharing the store (nil: not shared).
+    var storage: (any ACMEStore)?
+    /// How long replicas get to pick a published challenge up (they look every 200 ms at
+    /// `--certs`, and are notified by PostgreSQL) before the CA is told to validate.
     var propagationMilliseconds: UInt32 = 1_000
     let log: Log
     /// How long one order may take, polling included.

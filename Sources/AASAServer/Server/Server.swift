@@ -180,7 +180,7 @@ public final class Server {
             }
             let sync = StoreSync(url: url, copy: FolderStore(configDirectory: configuration.configDirectory,
                                                              certsDirectory: configuration.certsDirectory, durable: false),
-                                 sealer: sealer, publisher: publisher, state: state, log: log)
+                                 sealer: sealer, challenges: state.acme?.challenges, publisher: publisher, state: state, log: log)
             state.storeStatus.withLock { $0 = StoreStatus(kind: "postgres", connected: false) }
             state.storeSync.withLock { $0 = sync }
             storeSync = sync
@@ -245,7 +245,11 @@ public final class Server {
         log.info("ready: \(workers) workers\(adminLoop ? " and an admin loop" : ""), max \(configuration.maxConnections) connections")
         // Orders start once the listeners answer, since the CA validates through them.
         if let acme = configuration.acme, let certs = configuration.certsDirectory, let status = state.acme {
-            ACMEScheduler.start(configuration: acme, certsDirectory: certs, state: state, status: status, log: log)
+            let storeURL = configuration.storeURL, keys = sealer
+            ACMEScheduler.start(configuration: acme, store: { () -> any ACMEStore in
+                if let storeURL { return ACMEPostgresStore(url: storeURL, sealer: keys, orderRate: acme.orderRate) }
+                return ACMEFolderStore(certsDirectory: certs, orderRate: acme.orderRate)
+            }, state: state, status: status, log: log)
         }
 
         control.run()

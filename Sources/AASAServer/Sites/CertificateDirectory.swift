@@ -134,9 +134,10 @@ extension CertificateStore {
             findings.error("certificate \(candidate.name): \(candidate.certificate) names no DNS host in its subjectAltName, so no client name can select it; skipped")
             return .skipped
         }
-        // ACME writes the certbot layout and records each folder it issued (ACMEStorage).
-        let isACME = candidate.certificate == directory + "/" + candidate.name + "/fullchain.pem"
-            && DirectoryListing.isFile(ACMEStorage.markerPath(certsDirectory: directory, name: candidate.name))
+        // ACME records each folder it issued (ACMEFolderStore; the store's local copy carries
+        // the mark of its rows the same way).
+        let isACME = candidate.certificate.hasPrefix(directory + "/" + candidate.name + "/")
+            && DirectoryListing.isFile(ACMEFolderStore.markerPath(certsDirectory: directory, name: candidate.name))
         return .serving(certificate, isACME: isACME)
     }
 }

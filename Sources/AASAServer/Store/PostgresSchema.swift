@@ -11,7 +11,9 @@ enum PostgresSchema {
     static let lockKey = "7160438312"
 
     /// The public contract (`aasa_files`, `aasa_certificates`) and what the server adds: the
-    /// change log every replica catches up from, its triggers, and the schema version.
+    /// change log every replica catches up from, its triggers, the schema version, and ACME's
+    /// shared state (``ACMEPostgresStore``). Tables added later that an older server can ignore
+    /// do not change the version: it changes when an older server would serve the wrong thing.
     static let statements = """
     CREATE TABLE IF NOT EXISTS aasa_files (
         host text NOT NULL, name text NOT NULL, content bytea, updated_at timestamptz DEFAULT now(),
@@ -48,6 +50,28 @@ enum PostgresSchema {
         FOR EACH ROW EXECUTE FUNCTION aasa_file_changed();
     CREATE OR REPLACE TRIGGER aasa_certificates_changed AFTER INSERT OR UPDATE OR DELETE ON aasa_certificates
         FOR EACH ROW EXECUTE FUNCTION aasa_certificate_changed();
+    CREATE TABLE IF NOT EXISTS aasa_acme_accounts (directory text PRIMARY KEY, key text NOT NULL, url text);
+    CREATE TABLE IF NOT EXISTS aasa_acme_certificates (
+        name text PRIMARY KEY, certificate_url text, order_url text, issued_at timestamptz NOT NULL DEFAULT now());
+    CREATE TABLE IF NOT EXISTS aasa_acme_challenges (
+        type text NOT NULL, name text NOT NULL, key_authorization text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (type, name));
+    CREATE TABLE IF NOT EXISTS aasa_acme_orders (id integer PRIMARY KEY, tokens float8 NOT NULL, updated_at timestamptz NOT NULL);
+    CREATE OR REPLACE TRIGGER aasa_acme_certificates_changed AFTER INSERT OR UPDATE OR DELETE ON aasa_acme_certificates
+        FOR EACH ROW EXECUTE FUNCTION aasa_certificate_changed();
+    CREATE OR REPLACE FUNCTION aasa_challenge_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'INSERT' THEN
+            INSERT INTO aasa_changes (kind, host, name) VALUES ('challenge', OLD.type, OLD.name);
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            INSERT INTO aasa_changes (kind, host, name) VALUES ('challenge', NEW.type, NEW.name);
+        END IF;
+        PERFORM pg_notify('aasa_changes', '');
+        RETURN NULL;
+    END $$;
+    CREATE OR REPLACE TRIGGER aasa_acme_challenges_changed AFTER INSERT OR UPDATE OR DELETE ON aasa_acme_challenges
+        FOR EACH ROW EXECUTE FUNCTION aasa_challenge_changed();
     """
 
     /// Makes what is missing, idempotently; throws a message when the store is newer than this server.

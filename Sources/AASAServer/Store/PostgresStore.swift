@@ -46,6 +46,7 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
         }
     }
 
+    @discardableResult
     private func run<R>(_ body: (PostgresConnection) throws(PostgresError) -> R) throws(StoreError) -> R {
         let c = try connection()
         do {
@@ -131,6 +132,8 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
                 INSERT INTO aasa_certificates (name, chain, key, updated_at) VALUES ($1, $2, $3, now())
                 ON CONFLICT (name) DO UPDATE SET chain = EXCLUDED.chain, key = EXCLUDED.key, updated_at = now()
                 """, [.text(name), .text(chain), .text(sealer?.seal(key) ?? key)])
+            // A certificate put through the API is the platform's: ACME no longer renews the name.
+            try c.execute("DELETE FROM aasa_acme_certificates WHERE name = $1", [.text(name)])
         }
         pending.append(.certificate(name, chain: chain, key: key))
         return ReloadScope(certificates: [name])
@@ -138,7 +141,8 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
 
     func deleteCertificate(_ name: String) throws(StoreError) -> ReloadScope? {
         let rows = try run { c throws(PostgresError) in
-            try c.execute("DELETE FROM aasa_certificates WHERE name = $1", [.text(name)])
+            try c.execute("DELETE FROM aasa_acme_certificates WHERE name = $1", [.text(name)])
+            return try c.execute("DELETE FROM aasa_certificates WHERE name = $1", [.text(name)])
         }
         guard rows.affected > 0 else { return nil }
         pending.append(.certificate(name, chain: nil, key: nil))
@@ -146,10 +150,12 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
     }
 }
 
-/// One row's state, as the local copy takes it: present with its content, or gone.
+/// One row's state, as the local copy takes it: present with its content, or gone. A
+/// certificate ACME issued (``ACMEPostgresStore``) carries its mark into the copy, where the
+/// loader finds it as it finds ACME's marks in `--certs` (``ACMEFolderStore``).
 enum StoreChange: Sendable {
     case file(SiteName, AssociationFileKind, [UInt8]?)
-    case certificate(String, chain: String?, key: String?)
+    case certificate(String, chain: String?, key: String?, isACME: Bool = false)
 
     /// Writes it into the copy, unless the copy already holds exactly that (a replica's own
     /// write comes back through the notification); the scope to read again, or nil.
@@ -160,14 +166,32 @@ enum StoreChange: Sendable {
             return try copy.putFile(site, kind, bytes)
         case .file(let site, let kind, nil):
             return try copy.deleteFile(site, kind)
-        case .certificate(let name, let chain?, let key?):
+        case .certificate(let name, let chain?, let key?, let isACME):
+            let marked = try StoreChange.mark(name, isACME, in: copy)
             if try copy.certificateChain(name) == chain, let certs = copy.certsDirectory,
                (try FolderStore.read(certs + "/" + name + "/" + FolderStore.keyFile)) == Array(key.utf8) {
-                return nil
+                return marked ? ReloadScope(certificates: [name]) : nil
             }
             return try copy.putCertificate(name, chain: chain, key: key)
-        case .certificate(let name, _, _):
+        case .certificate(let name, _, _, _):
+            _ = try StoreChange.mark(name, false, in: copy)
             return try copy.deleteCertificate(name)
         }
+    }
+
+    /// Puts or removes ACME's mark for `name` in the copy; whether that changed anything.
+    private static func mark(_ name: String, _ isACME: Bool, in copy: FolderStore) throws(StoreError) -> Bool {
+        guard let certs = copy.certsDirectory else { return false }
+        let path = ACMEFolderStore.markerPath(certsDirectory: certs, name: name)
+        guard DirectoryListing.isFile(path) != isACME else { return false }
+        if !isACME {
+            unlink(path)
+            return true
+        }
+        for folder in [certs + "/acme", certs + "/acme/certificates"] where mkdir(folder, 0o755) != 0 && errno != EEXIST {
+            throw StoreError(message: "cannot create \(folder): \(String(cString: strerror(errno)))")
+        }
+        try FolderStore.writeDurably(Array("{\"source\":\"store\"}\n".utf8), to: name + ".json", in: certs + "/acme/certificates", mode: 0o644, durable: false)
+        return true
     }
 }

@@ -1,4 +1,5 @@
 import AASACore
+import AASAClient
 import AASAPostgres
 import CLinux
 import AASATransport
@@ -38,9 +39,15 @@ final class StoreSync: @unchecked Sendable {
 
     /// `--store-secret-file`: opens the keys the servers sealed.
     private let sealer: KeySealer?
+    /// With `--acme`: where the challenges any replica publishes are answered from.
+    private let challenges: PendingChallenges?
+    /// The challenges this follower put in ``challenges`` (`TYPE/NAME` → key authorization).
+    private var followed: [String: String] = [:]
 
-    init(url: String, copy: FolderStore, sealer: KeySealer?, publisher: SnapshotPublisher, state: ServerState, log: Log) {
+    init(url: String, copy: FolderStore, sealer: KeySealer?, challenges: PendingChallenges?, publisher: SnapshotPublisher,
+         state: ServerState, log: Log) {
         self.sealer = sealer
+        self.challenges = challenges
         self.url = url
         self.copy = copy
         self.publisher = publisher
@@ -60,6 +67,8 @@ final class StoreSync: @unchecked Sendable {
                 try PostgresSchema.prepare(c)
                 // The change log keeps a week: a replica away longer loads everything again.
                 try c.execute("DELETE FROM aasa_changes WHERE at < now() - interval '\(StoreSync.changeLogDays) days'")
+                // A challenge a replica left behind when it died mid-order: the CA gave up on it long ago.
+                try c.execute("DELETE FROM aasa_acme_challenges WHERE created_at < now() - interval '1 day'")
                 try c.execute("LISTEN \(PostgresSchema.channel)")
                 try catchUp(c)
                 connected(true, nil)
@@ -117,8 +126,7 @@ final class StoreSync: @unchecked Sendable {
         }
         let rows = try c.execute("SELECT revision, kind, host, name FROM aasa_changes WHERE revision > $1 ORDER BY revision LIMIT 100000",
                                  [.text(String(max(0, applied - StoreSync.window)))])
-        var files: Set<String> = []
-        var certificates: Set<String> = []
+        var seen: Set<String> = []
         var keys: [(kind: String, host: String, name: String)] = []
         var newest = applied
         for i in 0..<rows.count {
@@ -127,12 +135,13 @@ final class StoreSync: @unchecked Sendable {
             newest = max(newest, revision)
             let kind = rows.text(i, 1) ?? "", host = rows.text(i, 2) ?? "", name = rows.text(i, 3) ?? ""
             let key = kind + "\u{0}" + host + "\u{0}" + name
-            guard kind == "file" ? files.insert(key).inserted : certificates.insert(key).inserted else { continue }
+            guard seen.insert(key).inserted else { continue }
             keys.append((kind, host, name))
         }
         recent = recent.filter { $0 > newest - StoreSync.window }
         self.applied = newest
         guard !keys.isEmpty else { return }
+        try followChallenges(c, names: keys.filter { $0.kind == "challenge" }.map { $0.host + "/" + $0.name })
         var scope = ReloadScope()
         for change in try currentRows(c, keys) {
             do {
@@ -149,7 +158,7 @@ final class StoreSync: @unchecked Sendable {
     private func currentRows(_ c: PostgresConnection, _ keys: [(kind: String, host: String, name: String)]) throws(PostgresError) -> [StoreChange] {
         var wantedFiles: [String: [(SiteName, AssociationFileKind)]] = [:]
         var wantedCertificates: [String] = []
-        for key in keys {
+        for key in keys where key.kind != "challenge" {
             if key.kind == "file" {
                 guard let site = SiteName(key.host), site.description == key.host,
                       let kind = AssociationFileKind.allCases.first(where: { $0.fileName == key.name }) else {
@@ -179,21 +188,62 @@ final class StoreSync: @unchecked Sendable {
         }
         for start in stride(from: 0, to: wantedCertificates.count, by: 1000) {
             let batch = Array(wantedCertificates[start..<min(wantedCertificates.count, start + 1000)])
-            let rows = try c.execute("SELECT name, chain, key FROM aasa_certificates WHERE name = ANY($1::text[])", [.text(StoreSync.arrayLiteral(batch))])
-            var found: [String: (String, String)] = [:]
+            let rows = try c.execute("SELECT name, chain, key, \(StoreSync.isACME) FROM aasa_certificates c WHERE name = ANY($1::text[])",
+                                     [.text(StoreSync.arrayLiteral(batch))])
+            var found: [String: (String, String, Bool)] = [:]
             for i in 0..<rows.count {
                 guard let name = rows.text(i, 0) else { continue }
-                found[name] = (rows.text(i, 1) ?? "", rows.text(i, 2) ?? "")
+                found[name] = (rows.text(i, 1) ?? "", rows.text(i, 2) ?? "", rows.int64(i, 3) == 1)
             }
             for name in batch {
-                if let (chain, key) = found[name] {
-                    if let change = opened(name, chain: chain, key: key) { changes.append(change) }
+                if let (chain, key, isACME) = found[name] {
+                    if let change = opened(name, chain: chain, key: key, isACME: isACME) { changes.append(change) }
                 } else {
                     changes.append(.certificate(name, chain: nil, key: nil))
                 }
             }
         }
         return changes
+    }
+
+    /// Whether ACME issued the certificate row `c` (a column of the certificates' queries).
+    private static let isACME = "(EXISTS (SELECT 1 FROM aasa_acme_certificates a WHERE a.name = c.name))::int::bigint"
+
+    /// Answers the challenges the rows name (`TYPE/NAME`; nil: every row) as they are now, and
+    /// stops answering those withdrawn: whichever replica the CA reaches answers it.
+    private func followChallenges(_ c: PostgresConnection, names: [String]?) throws(PostgresError) {
+        guard let challenges, names?.isEmpty != true else { return }
+        var query = "SELECT type, name, key_authorization FROM aasa_acme_challenges"
+        if let names {
+            query += " WHERE type || '/' || name = ANY('\(StoreSync.arrayLiteral(names).replacing("'", with: "''"))'::text[])"
+        }
+        let rows = try c.execute(query)
+        var now: [String: String] = [:]
+        for i in 0..<rows.count {
+            guard let type = rows.text(i, 0), let name = rows.text(i, 1), let value = rows.text(i, 2) else { continue }
+            now[type + "/" + name] = value
+        }
+        for key in names ?? Array(Set(followed.keys).union(now.keys)) {
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let type = ChallengeType(rawValue: parts[0]), followed[key] != now[key] else { continue }
+            if let keyAuthorization = now[key] {
+                switch type {
+                case .http01:
+                    challenges.addToken(parts[1], keyAuthorization: keyAuthorization)
+                case .tlsALPN01:
+                    do { challenges.addCertificate(try ChallengeCertificate(host: parts[1], keyAuthorization: keyAuthorization)) } catch {
+                        log.error("acme: cannot answer the challenge for \(parts[1]): \(error)")
+                        continue
+                    }
+                }
+            } else {
+                switch type {
+                case .http01: challenges.removeToken(parts[1])
+                case .tlsALPN01: challenges.removeCertificate(host: parts[1])
+                }
+            }
+            followed[key] = now[key]
+        }
     }
 
     /// A PostgreSQL array literal of text values (`{"a","b"}`), each quoted with `"` and `\`
@@ -214,9 +264,9 @@ final class StoreSync: @unchecked Sendable {
 
     /// A certificate row with its key opened; nil (logged, the copy left as it is) when the
     /// key is sealed with a secret this replica does not have.
-    private func opened(_ name: String, chain: String, key: String) -> StoreChange? {
+    private func opened(_ name: String, chain: String, key: String, isACME: Bool) -> StoreChange? {
         do {
-            return .certificate(name, chain: chain, key: try KeySealer.open(key, with: sealer))
+            return .certificate(name, chain: chain, key: try KeySealer.open(key, with: sealer), isACME: isACME)
         } catch {
             log.error("store: certificate \(name): \(error.description); not loaded")
             return nil
@@ -227,7 +277,7 @@ final class StoreSync: @unchecked Sendable {
     private func loadEverything(_ c: PostgresConnection, upTo revision: Int64) throws(PostgresError) {
         let started = monotonicMilliseconds()
         let files = try c.execute("SELECT host, name, content FROM aasa_files")
-        let certificates = try c.execute("SELECT name, chain, key FROM aasa_certificates")
+        let certificates = try c.execute("SELECT name, chain, key, \(StoreSync.isACME) FROM aasa_certificates c")
         var keptSites: Set<String> = []
         var keptFiles: Set<String> = []
         var keptCertificates: Set<String> = []
@@ -250,7 +300,8 @@ final class StoreSync: @unchecked Sendable {
                 continue
             }
             keptCertificates.insert(name)
-            if let change = opened(name, chain: certificates.text(i, 1) ?? "", key: certificates.text(i, 2) ?? "") { changes.append(change) }
+            if let change = opened(name, chain: certificates.text(i, 1) ?? "", key: certificates.text(i, 2) ?? "",
+                                   isACME: certificates.int64(i, 3) == 1) { changes.append(change) }
         }
         // One thread: creating entries in one folder from two serialises on the folder's lock
         // anyway (a parallel version measured no faster here).
@@ -279,6 +330,7 @@ final class StoreSync: @unchecked Sendable {
             }
         }
         if problems > 0 { log.warning("store: \(problems) rows are not a site's association file or a certificate name; ignored") }
+        try followChallenges(c, names: nil)
         publisher.reload(.everything)
         let first = applied == nil
         applied = revision
