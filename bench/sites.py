@@ -10,6 +10,14 @@ to its first response with the new content (median of 5) and the CPU the server'
 thread spent on it, RSS after the edits, idle CPU over 10 s, the first page of /status (time,
 size) and /metrics (size). Prints a Markdown table; writes bench/results/sites.json.
 
+BENCH_SITES_SHAPE picks the data set's shape:
+- "self" (the default): each certificate self-signed, the file holding the leaf alone;
+- "ca": what a platform's volume looks like (issue 38's outside data set, and more): each leaf
+  signed by a data-set CA and its file holding the chain (leaf, then the CA), the CA's own
+  certificate and key on disk beside them (skipped as a CA, said once), 3 sites whose file does
+  not validate, 12 sites without a certificate, one key readable by others. Handshakes are
+  verified against the CA and skip the sites made faulty on purpose.
+
 The server is started by this script, recorded by its PID and stopped by that PID.
 """
 import datetime, json, os, random, re, signal, socket, ssl, statistics, subprocess, sys, time, urllib.request
@@ -18,6 +26,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AASA = os.environ.get("AASA_BIN", os.path.join(ROOT, ".build", "release", "aasa"))
 COUNTS = [int(n) for n in os.environ.get("BENCH_SITES_COUNTS", "1000 10000").split()]
 CACHE = os.environ.get("BENCH_SITES_CACHE", "/tmp/aasa-bench-sites")
+SHAPE = os.environ.get("BENCH_SITES_SHAPE", "self")
+# The sites the "ca" shape makes faulty: invalid files, then no certificate (never edited or sampled).
+INVALID = range(10, 13)
+UNCOVERED = range(13, 25)
+FAULTY = set(INVALID) | set(UNCOVERED) if SHAPE == "ca" else set()
 WORKERS = os.environ.get("BENCH_SITES_WORKERS", "2")
 PATH = "/.well-known/apple-app-site-association"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -35,7 +48,7 @@ def body(i, marker="v1"):
 
 def generate(n):
     """config/ and certs/ for n sites, made once and kept."""
-    root = os.path.join(CACHE, str(n))
+    root = os.path.join(CACHE, str(n) if SHAPE == "self" else f"{SHAPE}-{n}")
     done = os.path.join(root, ".complete")
     if os.path.exists(done):
         return root
@@ -49,23 +62,51 @@ def generate(n):
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     now = datetime.datetime.now(datetime.timezone.utc)
     started = time.time()
+    ca_key = ca_cert = None
+    if SHAPE == "ca":
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "aasa bench data-set CA")])
+        ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+                   .not_valid_after(now + datetime.timedelta(days=3650))
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+                   .sign(ca_key, hashes.SHA256()))
+        with open(os.path.join(root, "certs", "ca.crt"), "wb") as f:
+            f.write(ca_cert.public_bytes(serialization.Encoding.PEM))
+        fd = os.open(os.path.join(root, "certs", "ca.key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, ca_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        os.close(fd)
     for i in range(n):
         name = host(i)
         folder = os.path.join(root, "config", name)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "apple-app-site-association"), "w") as f:
-            f.write(body(i))
+            f.write(body(i) if not (SHAPE == "ca" and i in INVALID) else body(i).replace('"appIDs"', '"appIds"'))
+        if SHAPE == "ca" and i in UNCOVERED:
+            continue
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-                .not_valid_after(now + datetime.timedelta(days=90))
-                .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-                .sign(key, hashes.SHA256()))
+        builder = (x509.CertificateBuilder().subject_name(subject).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(days=90))
+                   .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False))
+        if ca_cert is None:
+            cert = builder.issuer_name(subject).sign(key, hashes.SHA256())
+            chain = cert.public_bytes(serialization.Encoding.PEM)
+        else:
+            cert = (builder.issuer_name(ca_cert.subject)
+                    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                    .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                    .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+                    .sign(ca_key, hashes.SHA256()))
+            chain = cert.public_bytes(serialization.Encoding.PEM) + ca_cert.public_bytes(serialization.Encoding.PEM)
         with open(os.path.join(root, "certs", name + ".crt"), "wb") as f:
-            f.write(cert.public_bytes(serialization.Encoding.PEM))
-        fd = os.open(os.path.join(root, "certs", name + ".key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            f.write(chain)
+        mode = 0o644 if SHAPE == "ca" and i == 25 else 0o600
+        fd = os.open(os.path.join(root, "certs", name + ".key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         os.write(fd, key_pem)
         os.close(fd)
+        os.chmod(os.path.join(root, "certs", name + ".key"), mode)
     open(done, "w").close()
     print(f"generated {n} sites and certificates in {time.time() - started:.1f} s", file=sys.stderr)
     return root
@@ -125,7 +166,7 @@ def admin_get(port, path):
 
 
 def handshake(port, root, name):
-    ctx = ssl.create_default_context(cafile=os.path.join(root, "certs", name + ".crt"))
+    ctx = ssl.create_default_context(cafile=os.path.join(root, "certs", "ca.crt" if SHAPE == "ca" else name + ".crt"))
     started = time.perf_counter()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
         with ctx.wrap_socket(raw, server_hostname=name) as tls:
@@ -169,7 +210,7 @@ def measure(n):
                "log_lines": sum(1 for _ in open(log_path))}
         # TLS handshakes for 50 random sites, each verified against its own certificate.
         times, verified = [], 0
-        for i in random.Random(1).sample(range(n), min(50, n)):
+        for i in [i for i in random.Random(1).sample(range(n), min(50 + len(FAULTY), n)) if i not in FAULTY][:50]:
             t, ok = handshake(ports["https"], root, host(i))
             times.append(t)
             verified += ok
@@ -243,7 +284,7 @@ def main():
     for row in rows:
         print("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |")
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", "sites.json"), "w") as f:
+    with open(os.path.join(ROOT, "bench", "results", "sites.json" if SHAPE == "self" else f"sites-{SHAPE}.json"), "w") as f:
         json.dump(rows, f, indent=1)
 
 

@@ -457,18 +457,40 @@ struct SnapshotBuilder: Sendable {
             throw FileRefusal(code: DiagnosticCode.fileTooLarge.rawValue,
                               message: "the file is \(st.st_size) bytes; iOS stops reading after \(AASAFile.maximumSize) bytes (128 KB)")
         }
+        // Straight into the array, asking for a byte more than the size: a regular file's read
+        // comes back short only at its end, so one read usually says the file is whole. Capped
+        // all the same: a file may grow while it is read.
+        var capacity = Int(st.st_size) + 1
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(st.st_size))
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        // Capped all the same: a file may grow while it is read.
-        while bytes.count <= readLimit {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileRefusal(code: "unreadable", message: "cannot read: \(String(cString: strerror(errno)))")
+        while true {
+            var failure: Int32 = 0
+            var ended = false
+            let start = bytes.count
+            bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                if start > 0 { UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: bytes, byteCount: start) }
+                count = start
+                while count < capacity {
+                    let n = Glibc.read(fd, buffer.baseAddress! + count, capacity - count)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        failure = errno
+                        return
+                    }
+                    count += n
+                    // The end, or exactly the size fstat gave (the next read would say 0).
+                    if n == 0 || count == Int(st.st_size) {
+                        ended = true
+                        return
+                    }
+                }
             }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
+            if failure != 0 {
+                throw FileRefusal(code: "unreadable", message: "cannot read: \(String(cString: strerror(failure)))")
+            }
+            if ended || bytes.count > readLimit { break }
+            // It grew: read on.
+            capacity = min(readLimit + 1, capacity * 2)
+            if bytes.count >= capacity { break }
         }
         return (bytes, Int(st.st_mtim.tv_sec), FileStamp(st))
     }

@@ -8,6 +8,25 @@ import Glibc
 @testable import AASATransport
 
 @Suite struct SnapshotBuilderTests {
+    /// A file is read whole, in one read when fstat's size is right; empty and over-limit files too.
+    @Test(arguments: [0, 1, 4095, 65_536, 65_537, SnapshotBuilder.readLimit])
+    func aFileIsReadWholeWhateverItsSize(size: Int) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-read-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        let read = try #require(try SnapshotBuilder.read(path))
+        #expect(read.bytes == bytes)
+    }
+
+    @Test func aFileOverTheLimitIsRefusedWithItsSize() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-read-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(count: SnapshotBuilder.readLimit + 1)))
+        #expect(throws: FileRefusal.self) { _ = try SnapshotBuilder.read(path) }
+        #expect(try SnapshotBuilder.read(path + ".missing") == nil)
+    }
+
     /// Sites × certificates would quadruple the work when both double; indexes double it.
     @Test func doublingSitesAndCertificatesDoublesTheWorkOfAStartNotQuadruplesIt() throws {
         let small = try ManySites()
