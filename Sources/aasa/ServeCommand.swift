@@ -188,6 +188,7 @@ struct ServeCommand: ParsableCommand {
         c.metricsSites = try number(metricsSites, .metricsSites, env) ?? 1000
         c.watchMode = try watch ?? env.value(.watch) ?? .auto
         c.pollIntervalSeconds = try number(pollInterval, .pollInterval, env) ?? 30
+        c.watchDelayMilliseconds = max(0, try env.int(.watchDelayMilliseconds) ?? 0)
         c.dev = dev
         if try acme || env.flag(.acme) {
             c.acme = try acmeConfiguration(c, env)

@@ -45,10 +45,12 @@ enum ServeVariable: String, CaseIterable {
     case adminTLS = "AASA_ADMIN_TLS"
     case store = "AASA_STORE"
     case storeSecretFile = "AASA_STORE_SECRET_FILE"
-    /// The tests' knobs: the first retry delay after a failed ACME order (default 60 000 ms) and
-    /// the time each request to Apple's CDN may take (default 10 000 ms). No flag, not in the help.
+    /// The tests' knobs: the first retry delay after a failed ACME order (default 60 000 ms), the
+    /// time each request to Apple's CDN may take (default 10 000 ms), and a wait before the
+    /// watches are added after ready (default 0). No flag, not in the help.
     case acmeRetryBaseMilliseconds = "AASA_ACME_RETRY_BASE_MS"
     case cdnTimeoutMilliseconds = "AASA_CDN_TIMEOUT_MS"
+    case watchDelayMilliseconds = "AASA_TEST_WATCH_DELAY_MS"
 
     /// The variables a user may set: all but the tests' knobs.
     static var documented: [ServeVariable] { allCases.filter { $0.flag != nil } }
@@ -57,7 +59,7 @@ enum ServeVariable: String, CaseIterable {
     /// (AASA_MAX_CONNECTIONS is --max-connections); nil for the tests' knobs.
     var flag: String? {
         switch self {
-        case .acmeRetryBaseMilliseconds, .cdnTimeoutMilliseconds: return nil
+        case .acmeRetryBaseMilliseconds, .cdnTimeoutMilliseconds, .watchDelayMilliseconds: return nil
         default: return "--" + String(rawValue.dropFirst("AASA_".count).lowercased().map { $0 == "_" ? "-" : $0 })
         }
     }

@@ -135,9 +135,32 @@ private func hosts(_ page: [String: Any]) -> [String] {
 
     @Test func theSummarySaysInotifyOnALocalDisk() throws {
         let server = try ServerProcess()
+        #expect(server.waitForLog("folders watched"))
         let watch = try #require((try server.status()["summary"] as? [String: Any])?["watch"] as? [String: Any])
         #expect(watch["mode"] as? String == "inotify")
         #expect(watch["pollInterval"] is NSNull && watch["lastPassSeconds"] is NSNull)
+        #expect(watch["coveredAfterReadySeconds"] is Double || watch["coveredAfterReadySeconds"] is Int, "\(watch)")
+    }
+
+    /// The watches are added after ready: an edit made before they exist is served all the same.
+    @Test func anEditMadeBeforeTheWatchesExistIsServed() throws {
+        let server = try ServerProcess(environment: ["AASA_TEST_WATCH_DELAY_MS": "1500"])
+        let watch = try #require((try server.status()["summary"] as? [String: Any])?["watch"] as? [String: Any])
+        #expect(watch["coveredAfterReadySeconds"] is NSNull, "not yet: \(watch)")
+        let edited = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/early/*"}]}]}}"#
+        try server.directory.write("config/example.com/apple-app-site-association", edited)
+        #expect(server.waitForLog("folders watched", timeout: 5), "\(server.log)")
+        #expect(ServerProcess.waitFor(timeout: 2) {
+            let r = try RawHTTP.exchange(port: server.http, "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+            return RawHTTP.body(r) == edited
+        })
+        // And the watch works from then on.
+        let later = edited.replacingOccurrences(of: "/early/*", with: "/later/*")
+        try server.directory.write("config/example.com/apple-app-site-association", later)
+        #expect(ServerProcess.waitFor(timeout: 2) {
+            let r = try RawHTTP.exchange(port: server.http, "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+            return RawHTTP.body(r) == later
+        })
     }
 
     /// The development dashboard asks for its sites a page at a time, and searches on the server.

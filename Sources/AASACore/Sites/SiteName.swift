@@ -28,13 +28,22 @@ public struct SiteName: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// 1–63 bytes each, 253 bytes in all, no hyphen at either end of a label.
     public static func isHostName(_ host: Substring) -> Bool {
         guard !host.isEmpty, host.utf8.count <= 253 else { return false }
-        for label in host.split(separator: ".", omittingEmptySubsequences: false) {
-            guard !label.isEmpty, label.utf8.count <= 63,
-                  label.utf8.first != UInt8(ascii: "-"), label.utf8.last != UInt8(ascii: "-"),
-                  label.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || isASCIIDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
-            else { return false }
+        // One pass over the bytes (a site name is checked for every folder at every start).
+        var length = 0
+        var previous: UInt8 = UInt8(ascii: ".")
+        for c in host.utf8 {
+            if c == UInt8(ascii: ".") {
+                guard length > 0, previous != UInt8(ascii: "-") else { return false }
+                length = 0
+            } else {
+                guard (c >= 0x61 && c <= 0x7A) || isASCIIDigit(c) || c == UInt8(ascii: "-") || c == UInt8(ascii: "_"),
+                      length > 0 || c != UInt8(ascii: "-") else { return false }
+                length += 1
+                guard length <= 63 else { return false }
+            }
+            previous = c
         }
-        return true
+        return length > 0 && previous != UInt8(ascii: "-")
     }
 
     /// Whether `host` (already normalized: lower case, no port, no trailing dot) is this name or,

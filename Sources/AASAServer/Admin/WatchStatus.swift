@@ -10,6 +10,8 @@ final class WatchStatus: Sendable {
         var polls = false
         var pollInterval: Int?
         var lastPassSeconds: Double?
+        /// From ready to every folder watched (and what changed meanwhile read); nil before.
+        var coveredAfterReadySeconds: Double?
     }
 
     private let value = Locked(Value())
@@ -31,6 +33,8 @@ extension WatchStatus.Value {
         } else {
             w.null()
         }
+        w.key("coveredAfterReadySeconds")
+        if let coveredAfterReadySeconds { w.raw(String(Double(Int((coveredAfterReadySeconds * 1000).rounded())) / 1000)) } else { w.null() }
         w.endObject()
     }
 }

@@ -62,7 +62,6 @@ final class ControlLoop {
             for fd in opened { close(fd) }
             throw error
         }
-        rearm()
     }
 
     deinit {
@@ -72,6 +71,7 @@ final class ControlLoop {
 
     /// Returns when SIGTERM or SIGINT arrives; the caller then drains.
     func run() {
+        coverEveryFolder()
         var events = [epoll_event](repeating: epoll_event(), count: 4)
         var firstChange: Int64?
         var lastChange: Int64 = 0
@@ -184,6 +184,21 @@ final class ControlLoop {
     /// Seconds within which every folder inotify could not watch is checked once.
     private let unwatchedCycle: Int64 = 10
 
+    /// Watches every folder, once the server is ready: at 100 000 sites adding the watches
+    /// takes a second, which clients need not wait for. What changed between the first read and
+    /// the watches is then read (every stamp compared, only what changed read again), and
+    /// `/status` says how long after ready the watch covered everything.
+    private func coverEveryFolder() {
+        guard let watcher else { return }
+        let began = monotonicMilliseconds()
+        if configuration.watchDelayMilliseconds > 0 { usleep(UInt32(min(configuration.watchDelayMilliseconds, 10_000)) * 1000) }
+        rearm()
+        _ = publisher.reload(.everything, quietIfUnchanged: true)
+        let seconds = Double(monotonicMilliseconds() - began) / 1000
+        state.watch.set { $0.coveredAfterReadySeconds = seconds }
+        log.info("watch: \(watcher.watchedCount) folders watched \(Int(seconds * 1000)) ms after ready")
+    }
+
     private func readSignal() -> Int32 {
         var info = signalfd_siginfo()
         let n = read(signalFD, &info, MemoryLayout<signalfd_siginfo>.size)
@@ -210,7 +225,7 @@ final class ControlLoop {
             if !pollsConfig {
                 roots.append(config)
                 directories.append((config, .configRoot))
-                for entry in (try? DirectoryListing.entries(in: config)) ?? [] where !entry.name.hasPrefix(".") {
+                for entry in (try? DirectoryListing.entries(in: config, sorted: false)) ?? [] where !entry.name.hasPrefix(".") {
                     if DirectoryListing.isDirectory(entry, in: config) { directories.append((config + "/" + entry.name, .site(entry.name))) }
                 }
             }
@@ -219,7 +234,7 @@ final class ControlLoop {
                 directories.append((certs, .certsRoot))
                 // Certificate folders (certbot's `NAME/`, a Kubernetes Secret's `NAME/` whose
                 // `..data` is swapped on renewal): a change inside names that certificate.
-                for entry in (try? DirectoryListing.entries(in: certs)) ?? [] where !entry.name.hasPrefix(".") {
+                for entry in (try? DirectoryListing.entries(in: certs, sorted: false)) ?? [] where !entry.name.hasPrefix(".") {
                     if DirectoryListing.isDirectory(entry, in: certs) { directories.append((certs + "/" + entry.name, .certificate(entry.name))) }
                 }
             }
@@ -311,6 +326,8 @@ final class DirectoryWatcher {
     /// False when a watch could not be added (the per-user limit): changes there may go
     /// unseen, so the control loop checks those folders by their stamps, a slice each second.
     private(set) var isComplete = true
+    /// Folders watched now (site and certificate folders, and the roots).
+    var watchedCount: Int { byDirectory.count }
     private var limitLogged = false
 
     private static let mask = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO

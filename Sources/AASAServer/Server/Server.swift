@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     /// How changes in the config and certs directories are seen (docs/serving.md, "Validation and hot reload").
     public var watchMode = WatchMode.auto
     public var pollIntervalSeconds = 30
+    /// A wait before the watches are added after ready, for the tests (`AASA_TEST_WATCH_DELAY_MS`).
+    public var watchDelayMilliseconds = 0
     /// `--acme`: certificates obtained and renewed in `certsDirectory` (docs/acme.md).
     public var acme: ACMEConfiguration?
     /// `--cdn-watch on`: the copy Apple's CDN holds of each site (docs/apple-view.md).

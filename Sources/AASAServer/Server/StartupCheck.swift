@@ -15,7 +15,7 @@ enum StartupCheck {
         let config = configuration.configDirectory
         let entries: [DirectoryListing.Entry]
         do {
-            entries = try DirectoryListing.entries(in: config)
+            entries = try DirectoryListing.entries(in: config, sorted: false)
         } catch {
             return "config: cannot read --config \(config): \(String(cString: strerror(error.errno))); give the folder that holds one folder per site"
         }
@@ -32,7 +32,7 @@ enum StartupCheck {
             }
         }
         do {
-            _ = try DirectoryListing.entries(in: certs)
+            try DirectoryListing.checkListable(certs)
         } catch {
             return "certs: cannot read --certs \(certs): \(String(cString: strerror(error.errno)))"
         }

@@ -87,7 +87,8 @@ struct SnapshotBuilder: Sendable {
         var isDirectory: [Bool?] = []
         if scope.allSites {
             do {
-                let entries = try DirectoryListing.entries(in: configDirectory)
+                // In readdir's order: the snapshot sorts its sites itself.
+                let entries = try DirectoryListing.entries(in: configDirectory, sorted: false)
                 names = entries.map(\.name)
                 isDirectory = entries.map(\.isDirectory)
             } catch {
@@ -140,7 +141,8 @@ struct SnapshotBuilder: Sendable {
             if replaced.count > bulkLimit {
                 var merged = list.filter { replaced[$0.name.description] == nil }
                 merged.append(contentsOf: replaced.values.compactMap { $0 })
-                merged.sort { $0.name.description.utf8.lexicographicallyPrecedes($1.name.description.utf8) }
+                // Byte order of name, each name made once (not twice per comparison).
+                merged = merged.map { ($0.name.description, $0) }.sorted { DirectoryListing.bytewise($0.0, $1.0) }.map(\.1)
                 list = ChunkedList(merged)
                 index = SiteTable(merged)
             } else {
@@ -274,7 +276,7 @@ struct SnapshotBuilder: Sendable {
             return old
         }
         // Messages name the file, except the AASA file, which is what a site is known for.
-        let subject = kind == .aasa ? "site \(site)" : "site \(site) \(kind.fileName)"
+        var subject: String { kind == .aasa ? "site \(site)" : "site \(site) \(kind.fileName)" }
         let bytes: [UInt8]
         let mtime: Int
         let stamp: FileStamp
@@ -457,40 +459,11 @@ struct SnapshotBuilder: Sendable {
             throw FileRefusal(code: DiagnosticCode.fileTooLarge.rawValue,
                               message: "the file is \(st.st_size) bytes; iOS stops reading after \(AASAFile.maximumSize) bytes (128 KB)")
         }
-        // Straight into the array, asking for a byte more than the size: a regular file's read
-        // comes back short only at its end, so one read usually says the file is whole. Capped
-        // all the same: a file may grow while it is read.
-        var capacity = Int(st.st_size) + 1
-        var bytes: [UInt8] = []
-        while true {
-            var failure: Int32 = 0
-            var ended = false
-            let start = bytes.count
-            bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-                if start > 0 { UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: bytes, byteCount: start) }
-                count = start
-                while count < capacity {
-                    let n = Glibc.read(fd, buffer.baseAddress! + count, capacity - count)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        failure = errno
-                        return
-                    }
-                    count += n
-                    // The end, or exactly the size fstat gave (the next read would say 0).
-                    if n == 0 || count == Int(st.st_size) {
-                        ended = true
-                        return
-                    }
-                }
-            }
-            if failure != 0 {
-                throw FileRefusal(code: "unreadable", message: "cannot read: \(String(cString: strerror(failure)))")
-            }
-            if ended || bytes.count > readLimit { break }
-            // It grew: read on.
-            capacity = min(readLimit + 1, capacity * 2)
-            if bytes.count >= capacity { break }
+        // Capped all the same: a file may grow while it is read.
+        let bytes: [UInt8]
+        switch FileContents.read(fd, expectedSize: Int(st.st_size), limit: readLimit) {
+        case .success(let read): bytes = read
+        case .failure(let error): throw FileRefusal(code: "unreadable", message: "cannot read: \(String(cString: strerror(error.errno)))")
         }
         return (bytes, Int(st.st_mtim.tv_sec), FileStamp(st))
     }

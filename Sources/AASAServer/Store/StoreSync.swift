@@ -317,14 +317,14 @@ final class StoreSync: @unchecked Sendable {
         // What the copy holds that the store no longer does (a copy made at this start holds
         // nothing else).
         if applied != nil {
-            for entry in (try? DirectoryListing.entries(in: copy.configDirectory)) ?? [] where !entry.name.hasPrefix(".") {
+            for entry in (try? DirectoryListing.entries(in: copy.configDirectory, sorted: false)) ?? [] where !entry.name.hasPrefix(".") {
                 guard let site = SiteName(entry.name) else { continue }
                 for kind in AssociationFileKind.allCases where !keptFiles.contains(entry.name + "/" + kind.fileName) {
                     _ = try? copy.deleteFile(site, kind)
                 }
             }
             if let certs = copy.certsDirectory {
-                for entry in (try? DirectoryListing.entries(in: certs)) ?? [] where !entry.name.hasPrefix(".") && !keptCertificates.contains(entry.name) {
+                for entry in (try? DirectoryListing.entries(in: certs, sorted: false)) ?? [] where !entry.name.hasPrefix(".") && !keptCertificates.contains(entry.name) {
                     _ = try? copy.deleteCertificate(entry.name)
                 }
             }

@@ -20,10 +20,19 @@ public final class ResponseHead: Sendable {
         self.status = status
         let fields = contentLength.map { fields + [("content-length", String($0))] } ?? fields
         self.contentLength = contentLength
-        var head = "\(status.statusLine)\r\n"
-        for (name, value) in fields { head += "\(ResponseHead.http1Name(name)): \(value)\r\n" }
-        head += "Date: "
-        self.http1 = Array(head.utf8)
+        // Bytes appended to bytes: a head is made for every version of every site at start.
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        head += status.statusLine.utf8
+        head += [13, 10]
+        for (name, value) in fields {
+            head += ResponseHead.http1Name(name).utf8
+            head += [UInt8(ascii: ":"), UInt8(ascii: " ")]
+            head += value.utf8
+            head += [13, 10]
+        }
+        head += "Date: ".utf8
+        self.http1 = head
         http2Block = HeaderEncoder.block(status: status.rawValue, fields: fields)
     }
 
@@ -34,13 +43,12 @@ public final class ResponseHead: Sendable {
         case "etag": return "ETag"
         case "x-content-type-options": return "X-Content-Type-Options"
         default:
-            var out = ""
+            // Field names are ASCII tokens (RFC 9110 §5.1): upper-cased byte by byte.
             var upper = true
-            for c in name {
-                out.append(upper ? Character(c.uppercased()) : c)
-                upper = c == "-"
-            }
-            return out
+            return String(decoding: name.utf8.map { c -> UInt8 in
+                defer { upper = c == UInt8(ascii: "-") }
+                return upper && c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z") ? c - 0x20 : c
+            }, as: UTF8.self)
         }
     }
 }

@@ -19,8 +19,15 @@ package enum DirectoryListing {
         try entries(in: directory).map(\.name)
     }
 
-    /// In byte order of name, without `.` and `..`: no stat per entry (100 000 of them).
-    static package func entries(in directory: String) throws(SystemError) -> [Entry] {
+    /// Whether the directory can be listed (opened), without reading it.
+    static package func checkListable(_ directory: String) throws(SystemError) {
+        guard let dir = opendir(directory) else { throw SystemError("opendir \(directory)", errno: errno) }
+        closedir(dir)
+    }
+
+    /// Without `.` and `..`, in byte order of name unless `sorted` is false (in readdir's order:
+    /// sorting 100 000 names costs more than reading them): no stat per entry.
+    static package func entries(in directory: String, sorted: Bool = true) throws(SystemError) -> [Entry] {
         guard let dir = opendir(directory) else { throw SystemError("opendir \(directory)", errno: errno) }
         defer { closedir(dir) }
         var entries: [Entry] = []
@@ -33,11 +40,11 @@ package enum DirectoryListing {
             if name == "." || name == ".." { continue }
             entries.append(Entry(name: name, type: entry.pointee.d_type))
         }
-        return entries.sorted { bytewise($0.name, $1.name) }
+        return sorted ? entries.sorted { bytewise($0.name, $1.name) } : entries
     }
 
     /// Byte order, by memcmp (the generic comparison of UTF-8 views costs several times more).
-    static func bytewise(_ a: String, _ b: String) -> Bool {
+    static package func bytewise(_ a: String, _ b: String) -> Bool {
         var a = a, b = b
         return a.withUTF8 { pa in
             b.withUTF8 { pb in

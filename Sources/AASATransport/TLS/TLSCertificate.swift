@@ -311,15 +311,9 @@ extension TLSCertificate {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while bytes.count < 1 << 20 {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return bytes
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return try? FileContents.read(fd, expectedSize: Int(st.st_size), limit: 1 << 20).get()
     }
 }
 
