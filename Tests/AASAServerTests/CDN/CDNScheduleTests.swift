@@ -18,16 +18,17 @@ private func ok(_ json: String, age: Int? = nil, maxAge: Int? = nil) -> CDNAnswe
 
 private let second: Int64 = 1_000_000
 
-/// Runs the schedule on a fake clock in steps of `step`, answering every check at once with
-/// `answer`; returns the start times of the checks, by site.
-private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 = 1000,
+/// Runs the schedule on a fake clock from `start` in steps of `step`, answering every check at
+/// once with `answer` (events to `events`); returns the start times of the checks, by site.
+private func drive(_ schedule: inout CDNSchedule, from start: Int64 = 0, until end: Int64, step: Int64 = 1000,
+                   events: ([CDNSchedule.Event]) -> Void = { _ in },
                    answer: (CDNSchedule.Check) -> CDNAnswer?) -> [(time: Int64, key: String)] {
     var starts: [(Int64, String)] = []
-    var now: Int64 = 0
+    var now = start
     while now <= end {
         while let check = schedule.start(now: now) {
             starts.append((now, check.key))
-            if let a = answer(check) { _ = schedule.finish(check, a, now: now, wall: now / 1000) }
+            if let a = answer(check) { events(schedule.finish(check, a, now: now, wall: now / 1000)) }
         }
         now += step
     }
@@ -140,6 +141,53 @@ private func drive(_ schedule: inout CDNSchedule, until end: Int64, step: Int64 
         let due = s.sites["a"]!.due
         #expect(s.update([.init(key: "a", host: "a", served: version(newFile))], now: 120 * second, wall: 120_000).isEmpty)
         #expect(s.sites["a"]!.due == due)
+    }
+
+    /// Issue 39's conditions: 120 sites, `--cdn-interval 240 --cdn-rate 2` (min(60 s, interval)
+    /// is 60 s, not the interval), the stale site's copy cached 6 hours, and an edit to the
+    /// CDN's JSON in other bytes reaching the watch as a change of that site alone.
+    @Test func aStaleSiteAmongManyEditedToMatchIsCheckedWithinAMinuteWhileTheOthersKeepTheirSchedule() throws {
+        let keys = (0..<120).map { "s\($0).example" }
+        // 66th in byte order: first checked at 65·240/120 = 130 s, in the middle of the first pass.
+        let target = "s5.example"
+        let served = version(newFile)
+        let answer = { (check: CDNSchedule.Check) in ok(check.key == target ? oldFile : newFile, age: 120, maxAge: 21_600) }
+        func schedule() -> CDNSchedule {
+            var s = CDNSchedule(settings: .init(intervalSeconds: 240, rate: 2))
+            _ = s.update(keys.map { .init(key: $0, host: $0, served: served) }, now: 0, wall: 0)
+            return s
+        }
+        let edited = 140 * second
+        let end = edited + 72 * second
+
+        var plain = schedule()
+        let unedited = drive(&plain, until: end, step: 10_000, answer: answer)
+
+        var s = schedule()
+        var changes: [CDNSchedule.Event] = []
+        let keep = { (events: [CDNSchedule.Event]) in changes += events.filter { if case .changed = $0 { true } else { false } } }
+        var starts = drive(&s, until: edited - 1, step: 10_000, events: keep, answer: answer)
+        #expect(s.sites[target]?.status.state == .stale)
+        #expect(starts.filter { $0.key == target }.map(\.time) == [130 * second])
+        let compact = oldFile.replacingOccurrences(of: ": ", with: ":") + "\n"
+        keep(s.update([.init(key: target, host: target, served: version(compact))], gone: [], now: edited, wall: edited / 1000))
+        #expect(s.sites[target]?.status.state == .current, "judged at once against the copy last fetched")
+        starts += drive(&s, from: edited, until: end, step: 10_000, events: keep, answer: answer)
+
+        let rechecks = starts.filter { $0.key == target && $0.time > edited }.map(\.time)
+        #expect(rechecks.count == 1 && rechecks[0] <= edited + 60 * second, "\(rechecks.map { $0 / second }) s")
+        #expect(s.sites[target]!.status.checkedAt! > edited / 1000)
+        #expect(s.sites[target]?.status.state == .current)
+        #expect(changes == [.changed(host: target, from: .stale, to: .current, afterMilliseconds: 10_000)])
+        // The others: the same checks, each at most one start (1/rate and a tenth) later for
+        // the one that took a slot.
+        let spacing = s.settings.spacingMicroseconds
+        for key in keys where key != target {
+            let mine = starts.filter { $0.key == key }.map(\.time)
+            let before = unedited.filter { $0.key == key }.map(\.time)
+            #expect(mine.count == before.count, "\(key)")
+            for (a, b) in zip(mine, before) { #expect(a >= b && a <= b + spacing, "\(key): \(a) against \(b)") }
+        }
     }
 
     @Test func sitesThatGoAwayAreNoLongerWatched() throws {
