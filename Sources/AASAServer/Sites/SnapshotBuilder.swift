@@ -87,8 +87,8 @@ struct SnapshotBuilder: Sendable {
         var isDirectory: [Bool?] = []
         if scope.allSites {
             do {
-                // In readdir's order: the snapshot sorts its sites itself.
-                let entries = try DirectoryListing.entries(in: configDirectory, sorted: false)
+                // In byte order: a first start's sites are then loaded in the snapshot's order.
+                let entries = try DirectoryListing.entries(in: configDirectory)
                 names = entries.map(\.name)
                 isDirectory = entries.map(\.isDirectory)
             } catch {
@@ -140,9 +140,12 @@ struct SnapshotBuilder: Sendable {
             }
             if replaced.count > bulkLimit {
                 var merged = list.filter { replaced[$0.name.description] == nil }
-                merged.append(contentsOf: replaced.values.compactMap { $0 })
-                // Byte order of name, each name made once (not twice per comparison).
-                merged = merged.map { ($0.name.description, $0) }.sorted { DirectoryListing.bytewise($0.0, $1.0) }.map(\.1)
+                // In the order they were listed (byte order of name), so a first start sorts nothing.
+                merged.append(contentsOf: sites.changes.compactMap { replaced[$0.folder] != nil ? $0.site : nil })
+                // Byte order of name: site names are ASCII, whose String order is byte order.
+                if !zip(merged, merged.dropFirst()).allSatisfy({ $0.name.description < $1.name.description }) {
+                    merged.sort { $0.name.description < $1.name.description }
+                }
                 list = ChunkedList(merged)
                 index = SiteTable(merged)
             } else {

@@ -10,6 +10,9 @@ package enum DirectoryListing {
     package struct Entry {
         package var name: String
         package var type: UInt8
+        /// Every byte of the name is ASCII: then String's own `<`, which compares such strings
+        /// with memcmp, gives byte order.
+        var isASCII = false
 
         package var isDirectory: Bool? { type == UInt8(DT_DIR) ? true : type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN) ? nil : false }
         package var isFile: Bool? { type == UInt8(DT_REG) ? true : type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN) ? nil : false }
@@ -36,11 +39,14 @@ package enum DirectoryListing {
             // Read the name in place: a dirent is only as long as its name (d_reclen), so a copy
             // of the whole 256-byte d_name reads past the end of the last entry of the buffer
             // (AddressSanitizer: heap-buffer-overflow).
-            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
-            if name == "." || name == ".." { continue }
-            entries.append(Entry(name: name, type: entry.pointee.d_type))
+            let bytes = (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: UInt8.self)
+            let length = strlen(UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self))
+            let raw = UnsafeBufferPointer(start: bytes, count: length)
+            if raw.elementsEqual(".".utf8) || raw.elementsEqual("..".utf8) { continue }
+            entries.append(Entry(name: String(decoding: raw, as: UTF8.self), type: entry.pointee.d_type, isASCII: !raw.contains { $0 >= 0x80 }))
         }
-        return sorted ? entries.sorted { bytewise($0.name, $1.name) } : entries
+        guard sorted else { return entries }
+        return entries.sorted { $0.isASCII && $1.isASCII ? $0.name < $1.name : bytewise($0.name, $1.name) }
     }
 
     /// Byte order, by memcmp (the generic comparison of UTF-8 views costs several times more).

@@ -154,35 +154,46 @@ package enum PEMBlocks {
 
     /// Standard base64 (RFC 4648 §4) with the line breaks of PEM; nil on anything else.
     static func base64(_ text: ArraySlice<UInt8>) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.count * 3 / 4)
-        var buffer: UInt32 = 0
-        var bits = 0
-        var padding = 0
-        for c in text {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+"): v = 62
-            case UInt8(ascii: "/"): v = 63
-            case UInt8(ascii: "="):
-                padding += 1
-                continue
-            case 0x0A, 0x0D, 0x20, 0x09: continue
-            default: return nil
-            }
-            guard padding == 0 else { return nil }
-            buffer = buffer << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+        var failed = false
+        let out = [UInt8](unsafeUninitializedCapacity: text.count * 3 / 4 + 3) { output, count in
+            count = 0
+            text.withUnsafeBufferPointer { input in
+                var buffer: UInt32 = 0
+                var bits = 0
+                var padding = 0
+                for c in input {
+                    let v = base64Values[Int(c)]
+                    if v < 64 {
+                        guard padding == 0 else { failed = true; return }
+                        buffer = buffer << 6 | UInt32(v)
+                        bits += 6
+                        if bits >= 8 {
+                            bits -= 8
+                            output[count] = UInt8(truncatingIfNeeded: buffer >> UInt32(bits))
+                            count += 1
+                        }
+                    } else if v == pad {
+                        padding += 1
+                    } else if v != space {
+                        failed = true
+                        return
+                    }
+                }
             }
         }
-        return out.isEmpty ? nil : out
+        return failed || out.isEmpty ? nil : out
     }
+
+    private static let pad: UInt8 = 0xFE
+    private static let space: UInt8 = 0xFD
+    /// Each byte's 6-bit value; `pad` for `=`, `space` for whitespace, 0xFF for anything else.
+    private static let base64Values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() { table[Int(c)] = UInt8(i) }
+        table[Int(UInt8(ascii: "="))] = pad
+        for c: UInt8 in [0x0A, 0x0D, 0x20, 0x09] { table[Int(c)] = space }
+        return table
+    }()
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
         guard needle.count <= haystack.count else { return nil }

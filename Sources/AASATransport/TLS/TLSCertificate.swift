@@ -247,7 +247,14 @@ final package class KeyReader: @unchecked Sendable {
         var publicDER: [UInt8]
     }
 
-    private let keys = Locked<[[UInt8]: Key]>([:])
+    private let keys = Locked<[PEMKey: Key]>([:])
+
+    /// A key file's bytes as the table's key, hashed as one buffer (an array of bytes is hashed
+    /// byte by byte: a tenth of a start-up's certificate work).
+    private struct PEMKey: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
     /// Kept small: distinct keys are not worth remembering beyond one load.
     private static let capacity = 64
 
@@ -267,7 +274,7 @@ final package class KeyReader: @unchecked Sendable {
     /// The key of a PEM file. `pointer` stays valid while the reader lives.
     package func read(_ path: String) throws(TLSError) -> Key {
         guard let pem = TLSCertificate.readFile(path) else { throw TLSError("loading private key \(path)") }
-        if let key = keys.withLock({ $0[pem] }) { return key }
+        if let key = keys.withLock({ $0[PEMKey(bytes: pem)] }) { return key }
         let decoded = pem.withUnsafeBytes { raw -> OpaquePointer? in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -281,8 +288,8 @@ final package class KeyReader: @unchecked Sendable {
         let key = Key(pointer: decoded, der: der, publicDER: publicDER)
         // Remembered, or freed by the caller's defer through `release`.
         let kept = keys.withLock { keys -> Bool in
-            guard keys.count < KeyReader.capacity, keys[pem] == nil else { return false }
-            keys[pem] = key
+            guard keys.count < KeyReader.capacity, keys[PEMKey(bytes: pem)] == nil else { return false }
+            keys[PEMKey(bytes: pem)] = key
             return true
         }
         if !kept { orphans.withLock { $0.append(decoded) } }

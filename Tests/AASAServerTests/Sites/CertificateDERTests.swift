@@ -8,6 +8,21 @@ import Testing
 @Suite struct CertificateDERTests {
     /// The fields read from the DER are those OpenSSL reads, for a CA-issued leaf and for
     /// self-signed ones with one name and a wildcard.
+    /// PEM's base64 (RFC 7468), against Foundation's decoder: random bytes in 64-column lines,
+    /// and what must be refused.
+    @Test func base64DecodesAsFoundationDoesAndRefusesWhatIsNotBase64() {
+        var generator = SystemRandomNumberGenerator()
+        for length in [1, 2, 3, 4, 47, 48, 49, 300, 1000] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let text = Data(bytes).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            #expect(PEMBlocks.base64(Array(text.utf8)[...]) == bytes, "\(length)")
+        }
+        #expect(PEMBlocks.base64(Array("QUJD\r\n RA==\n".utf8)[...]) == Array("ABCD".utf8))
+        #expect(PEMBlocks.base64(Array("QUJD*RA==".utf8)[...]) == nil, "not a base64 character")
+        #expect(PEMBlocks.base64(Array("QQ==QUJD".utf8)[...]) == nil, "data after the padding")
+        #expect(PEMBlocks.base64(Array("====".utf8)[...]) == nil, "nothing decoded")
+    }
+
     @Test func theNamesAndDatesReadFromTheDERAreThoseOpenSSLReads() throws {
         let sites = try ManySites()
         try sites.addCertificate(name: "wild", dnsNames: ["*.Example.org", "example.org"])
