@@ -84,7 +84,9 @@ final class Balanced: @unchecked Sendable {
         let port = mode == .terminating ? terminating : passthrough
         let r = try Shell.run("/usr/bin/curl", ["-sS", "-i", "--max-time", "5", "--interface", "127.0.0.2", "--cacert", TestCertificates.caFile,
                                                 "--resolve", "\(host):\(port):127.0.0.1", "https://\(host):\(port)\(wellKnown)"])
-        return (RawHTTP.status(r.stdout) ?? 0, RawHTTP.body(r.stdout))
+        // No status: curl's own message stands for the body, to say what failed.
+        guard let status = RawHTTP.status(r.stdout) else { return (0, r.stderr) }
+        return (status, RawHTTP.body(r.stdout))
     }
 
     /// SIGTERM one instance, wait for it to exit, start it again on the same ports.
@@ -129,7 +131,7 @@ final class Balanced: @unchecked Sendable {
                     if stop { return }
                     let r: (status: Int, body: String) = (try? lb.fetch(mode)) ?? (0, "")
                     tally.lock.lock()
-                    if r.status == 200 && r.body == exampleCom { tally.ok += 1 } else { tally.failed.append("\(mode): \(r.status)") }
+                    if r.status == 200 && r.body == exampleCom { tally.ok += 1 } else { tally.failed.append("\(mode): \(r.status) \(r.body.prefix(200))") }
                     tally.lock.unlock()
                 }
             }

@@ -94,6 +94,39 @@ struct ServeStoreACMETests {
         #expect(try acme.acmeCertificates(next).keys.sorted() == ["one.acme.test"])
     }
 
+    /// The holder of a host's lock dies mid-order (a psql session stands in for a replica killed
+    /// by SIGKILL): PostgreSQL releases its lock with its session, and the replica that waited orders.
+    @Test func aHolderOfTheLockThatDiesReleasesItAndAnotherReplicaOrders() throws {
+        let pg = try store(["one.acme.test"])
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        holder.arguments = ["-X", "-q", "-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "-d", "postgres"]
+        // The lock taken, then the session idle (as a replica's is while it talks to the CA),
+        // psql waiting for more input that never comes.
+        let input = Pipe()
+        holder.standardInput = input
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = FileHandle.nullDevice
+        try holder.run()
+        input.fileHandleForWriting.write(Data("SELECT pg_advisory_lock(hashtextextended('aasa-acme:one.acme.test', 0));\n".utf8))
+        defer { try? input.fileHandleForWriting.close() }
+        defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
+        #expect(ServerProcess.waitFor(timeout: 10) { try count(pg, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") == 1 })
+        let ports = try acme.freePorts()
+        let pebble = try Pebble(.init(httpPort: ports.http, tlsPort: ports.https))
+        let server = try replica(pebble, ports, pg)
+        // It waits while the lock is held.
+        #expect(ServerProcess.waitFor(timeout: 15) {
+            let hosts = (try server.status()["acme"] as? [String: Any])?["hosts"] as? [[String: Any]] ?? []
+            return hosts.contains { ($0["error"] as? String)?.contains("another replica") == true }
+        }, "\(server.log)")
+        #expect(try acme.acmeCertificates(server).isEmpty)
+        // The holder dies; the lock goes with its session, and the next attempt (5 s on) orders.
+        kill(holder.processIdentifier, SIGKILL)
+        #expect(acme.waitForCertificates(server, ["one.acme.test"], timeout: 30), "\(server.log)")
+        #expect(try count(pg, "SELECT count(*) FROM aasa_acme_certificates") == 1)
+    }
+
     @Test func theOrderRateIsOneBucketForAllReplicas() throws {
         let pg = try store(ACMETests.hosts)
         let replicaPorts = [try acme.freePorts(), try acme.freePorts()]
