@@ -137,8 +137,13 @@ struct FileStamp: Equatable, Sendable {
     }
 
     init?(path: String) {
+        self.init(path, in: AT_FDCWD)
+    }
+
+    /// `name` in the directory open as `directory` (see ``SnapshotBuilder/read(_:in:)``).
+    init?(_ name: String, in directory: Int32) {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
+        guard fstatat(directory, name, &st, 0) == 0 else { return nil }
         self.init(st)
     }
 }

@@ -258,9 +258,14 @@ struct SnapshotBuilder: Sendable {
         }
         work?.add()
         let old = previous.index[siteName]
+        // Its files are looked up from the folder; one that cannot be opened (no read
+        // permission) by their paths, which then say what is wrong with each.
+        let opened = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if opened >= 0 { close(opened) } }
         // A folder with any of the association files is a site (docs/serving.md, "Config directory").
         let files = AssociationFileKind.allCases.compactMap { kind in
-            loadFile(kind, in: folder, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced, findings: findings)
+            loadFile(kind, in: folder, directory: opened, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced,
+                     findings: findings)
         }
         guard !files.isEmpty else { return nil }
         if let old, old.files.count == files.count, zip(old.files, files).allSatisfy({ $0 === $1 }) {
@@ -271,10 +276,11 @@ struct SnapshotBuilder: Sendable {
     }
 
     /// One association file of a site folder: nil when the folder has none of this kind.
-    private func loadFile(_ kind: AssociationFileKind, in folder: String, site: SiteName, old: SiteFile?, isNewSite: Bool,
-                          forced: Bool, findings: StartupFindings) -> SiteFile? {
+    private func loadFile(_ kind: AssociationFileKind, in folder: String, directory opened: Int32, site: SiteName, old: SiteFile?,
+                          isNewSite: Bool, forced: Bool, findings: StartupFindings) -> SiteFile? {
         let path = folder + "/" + kind.fileName
-        if !forced, let old, let stamp = old.stamp, FileStamp(path: path) == stamp {
+        let (directory, name) = opened >= 0 ? (opened, kind.fileName) : (AT_FDCWD, path)
+        if !forced, let old, let stamp = old.stamp, FileStamp(name, in: directory) == stamp {
             // Same file as when it was read: not read again.
             return old
         }
@@ -284,7 +290,7 @@ struct SnapshotBuilder: Sendable {
         let mtime: Int
         let stamp: FileStamp
         do {
-            guard let read = try SnapshotBuilder.read(path) else { return nil }
+            guard let read = try SnapshotBuilder.read(name, in: directory) else { return nil }
             work?.addRead()
             (bytes, mtime, stamp) = read
         } catch {
@@ -431,10 +437,17 @@ struct SnapshotBuilder: Sendable {
     /// and a device such as /dev/zero never ends, so the file is opened non-blocking and
     /// anything but a regular file is refused before a byte is read.
     static func read(_ path: String) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
+        try read(path, in: AT_FDCWD)
+    }
+
+    /// `name` in the directory open as `directory` (its descriptor, or AT_FDCWD for a path):
+    /// a site's files are looked up from their folder, one path component each, instead of
+    /// walking the whole path again for each of the four names.
+    static func read(_ name: String, in directory: Int32) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
         // Refused before it is opened at all, where stat can tell: opening a device can have
         // effects of its own. fstat below decides, in case the file changes in between.
         var before = stat()
-        if stat(path, &before) == 0 {
+        if fstatat(directory, name, &before, 0) == 0 {
             if before.st_mode & S_IFMT != S_IFREG {
                 throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
             }
@@ -442,7 +455,7 @@ struct SnapshotBuilder: Sendable {
             // No such file: most sites have one or two of the four kinds.
             return nil
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        let fd = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             let error = errno
             if error == ENOENT || error == ENOTDIR { return nil }
