@@ -473,3 +473,133 @@ extension MonitorRunningTests {
         #expect(lines.count { $0.contains("cdn: d") && $0.contains(" pending -> unreachable") } == 20)
     }
 }
+
+/// What hostile peers do to one pass (`Tests/hostile/origin.py` in mode `monitor`: origins that
+/// misbehave as their first label says, and on its plain port stand-ins for Apple's CDN and Google
+/// that misbehave as the path's first segment says). Each peer's misbehaviour is that check's
+/// result, within that peer's time-out, and nothing a peer sent reaches the terminal unescaped.
+extension MonitorCommandTests {
+    @Test func eachHostileOriginGetsItsVerdictAndThePassEndsWithinOneTimeOut() throws {
+        let origin = try HostileOrigin("monitor")
+        let names = ["good", "hang", "trickle", "headers", "redirect", "html", "big", "invalid", "escape"]
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("domains.txt", names.map { "\($0).pool.test connect=127.0.0.1:\(origin.port)\n" }.joined())
+        let api = "http://127.0.0.1:\(origin.plainPort)/good"
+        let started = Date()
+        let r = try AASABinary.run(["monitor", "--domains", file, "--once", "--timeout", "2", "--rate", "50", "--cacert", TestCertificates.caFile,
+                                    "--cdn-base", api, "--dal-base", api], timeout: 60)
+        let took = Date().timeIntervalSince(started)
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        // Checked at once, each origin's requests (the file, the legacy location, assetlinks.json)
+        // within its one 2 s time-out: less than two of them in all.
+        #expect(took < 3.9, "took \(took) s")
+        func check(_ host: String, _ name: String) -> String { line(r, name, host: "\(host).pool.test") }
+        #expect(check("good", "status") == "pass: 200 OK for GET \(wellKnown) as AASA-Bot/1.0.0")
+        #expect(check("good", "cdn") == "pass: current")
+        #expect(check("hang", "status") == "fail: no complete HTTP response to GET \(wellKnown): no response within 2 s")
+        #expect(check("hang", "assetlinks") == "skip: not run: the host's time-out (--timeout) was spent")
+        #expect(check("trickle", "status").hasPrefix("fail: no complete HTTP response to GET \(wellKnown): "))
+        #expect(check("trickle", "status").hasSuffix(" within 2 s"), "\(r.stdout)")
+        #expect(check("headers", "status") == "fail: no complete HTTP response to GET \(wellKnown): the response head (interim 1xx responses included) is larger than 65536 bytes")
+        #expect(check("redirect", "status").hasPrefix("fail: the file is behind a 301 Moved Permanently to https://www.example.com/aasa.json: serve it on redirect.pool.test itself; Apple's CDN follows no redirect"))
+        #expect(check("html", "content-type").hasPrefix("fail: the body is an HTML page (Content-Type: text/html), not the file"))
+        #expect(check("html", "validate").hasPrefix("fail: 1 error, 0 warnings; first: 1:1: unexpected character '<'"))
+        #expect(check("big", "size") == "fail: 131073 bytes: over the 131072-byte limit (128 KB) after which iOS stops reading: shrink the file (fewer paths, broader components)")
+        #expect(check("big", "validate") == "skip: not run: size failed")
+        #expect(check("invalid", "validate") == "fail: 1 error, 0 warnings; first: 1:27: unexpected character '}'; expected a value [syntax]")
+        #expect(r.stdout.contains("\nhttps://invalid.pool.test\(wellKnown):1:27: error: unexpected character '}'; expected a value [syntax]\n"))
+        #expect(check("escape", "status").contains(#"to https://evil.test/\u{1b}]0;pwned\u{7}\u{1b}[2J: serve it on escape.pool.test itself"#), "\(r.stdout)")
+        #expect(!r.stdout.utf8.contains(0x1B) && !r.stdout.utf8.contains(0x07), "raw control bytes reached the terminal")
+        for name in names.dropFirst() {
+            #expect(check(name, "cdn") == "warn: stale: the origin has served no good file to compare the CDN's copy with", "\(name)")
+        }
+        #expect(r.stdout.hasSuffix("9 domains: 1 ok, 0 warn, 8 failing\n"))
+    }
+
+    @Test func aCDNOrGoogleThatIsDownSlowOrAnswersGarbageIsThatChecksResultWithinItsTimeOut() throws {
+        let origin = try HostileOrigin("monitor")
+        let closed = try freePort()
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("domains.txt", "good.pool.test connect=127.0.0.1:\(origin.port)\n")
+        func base(_ behaviour: String) -> String {
+            behaviour == "down" ? "http://127.0.0.1:\(closed)" : "http://127.0.0.1:\(origin.plainPort)/\(behaviour)"
+        }
+        // Each behaviour once as Apple's CDN and once as Google; the five passes run at once.
+        let pairs = [("down", "hang"), ("hang", "trickle"), ("trickle", "garbage"), ("garbage", "junk"), ("junk", "down")]
+        let bases = pairs.map { (base($0.0), base($0.1)) }
+        let results = Collected<(CommandResult, Double)>(count: pairs.count)
+        DispatchQueue.concurrentPerform(iterations: pairs.count) { i in
+            let started = Date()
+            let r = try? AASABinary.run(["monitor", "--domains", file, "--once", "--timeout", "2", "--cacert", TestCertificates.caFile,
+                                         "--cdn-base", bases[i].0, "--dal-base", bases[i].1], timeout: 60)
+            if let r { results.set(i, (r, Date().timeIntervalSince(started))) }
+        }
+        let cdn = [
+            "down": "fail: unreachable: connect (cannot connect to 127.0.0.1:\(closed): Connection refused)",
+            "hang": "fail: unreachable: timeout (no response within 2 s)",
+            "trickle": "fail: unreachable: timeout (",
+            "garbage": #"fail: unreachable: connect (not an HTTP/1.x status line: "\u{1B}[2J\u{1B}]0;pwned\u{07} this is no HTTP "#,
+            "junk": "warn: stale: the CDN still serves an older version (the CDN's copy is not JSON)",
+        ]
+        let google = [
+            "down": "fail: failing: no answer from 127.0.0.1: cannot connect to 127.0.0.1:\(closed): Connection refused",
+            "hang": "fail: failing: no answer from 127.0.0.1: no response within 2 s",
+            "trickle": "fail: failing: no answer from 127.0.0.1: ",
+            "garbage": #"fail: failing: no answer from 127.0.0.1: not an HTTP/1.x status line: "\u{1B}[2J\u{1B}]0;pwned\u{07} this is no HTTP "#,
+            "junk": "fail: failing: Google's answer is not a statement list",
+        ]
+        for (i, (c, g)) in pairs.enumerated() {
+            guard let (r, took) = results.get(i) else {
+                Issue.record("the pass with the CDN \(c) and Google \(g) did not run")
+                continue
+            }
+            // The origin is fine whatever the CDN and Google do: exit 0.
+            #expect(r.status == 0, "CDN \(c), Google \(g): \(r.stdout)\(r.stderr)")
+            #expect(line(r, "status", host: "good.pool.test").hasPrefix("pass: 200 OK"))
+            #expect(line(r, "cdn", host: "good.pool.test").hasPrefix(cdn[c]!), "CDN \(c): \(r.stdout)")
+            #expect(line(r, "google", host: "good.pool.test").hasPrefix(google[g]!), "Google \(g): \(r.stdout)")
+            #expect(!r.stdout.utf8.contains(0x1B) && !r.stdout.utf8.contains(0x07), "raw control bytes reached the terminal")
+            // A slow peer costs its own time-out and no more; the others answer at once.
+            let slow = [c, g].count { $0 == "hang" || $0 == "trickle" }
+            #expect(took < Double(slow) * 2 + 1.5, "CDN \(c), Google \(g): took \(took) s")
+        }
+    }
+}
+
+extension MonitorRunningTests {
+    /// 10 000 lines, four of them bad far down the file: read at once, every good line watched,
+    /// each bad one reported with its number.
+    @Test func aDomainsFileOf10000LinesIsReadAtOnceAndItsBadLinesReportedByNumber() throws {
+        let directory = try TemporaryDirectory()
+        let refused = try freePort()
+        var lines = (0..<10_000).map { "d\($0).example connect=127.0.0.1:\(refused)" }
+        lines[2_500] = "d1.example"
+        lines[5_000] = "d5000.example:8443"
+        lines[7_500] = "d7500.example/apple-app-site-association"
+        lines[9_999] = "*.d9999.example"
+        let file = try directory.write("domains.txt", lines.joined(separator: "\n") + "\n")
+        let started = Date()
+        let monitor = try MonitorProcess(["--domains", file, "--dal-base", "off", "--cdn-base", "http://127.0.0.1:\(refused)"])
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(monitor.log.contains("monitor: 9996 domains from \(file)"), "\(monitor.log)")
+        #expect(monitor.log.contains("domains.txt:2501: d1.example is already listed on line 2; line skipped"))
+        #expect(monitor.log.contains("domains.txt:5001: d5000.example:8443: give a host name only"))
+        #expect(monitor.log.contains("domains.txt:7501: d7500.example/apple-app-site-association: give a host name only"))
+        #expect(monitor.log.contains("domains.txt:10000: *.d9999.example: a wildcard is not a domain"))
+        let summary = try #require(try monitor.status("?limit=1")["summary"] as? [String: Any])
+        #expect(summary["domains"] as? Int == 9_996)
+        #expect(try monitor.get("/status?domain=d9998.example").status == 200)
+        #expect(try monitor.get("/status?domain=d5000.example").status == 404)
+    }
+}
+
+/// Results written by concurrent passes, one slot each.
+private final class Collected<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [T?]
+
+    init(count: Int) { values = Array(repeating: nil, count: count) }
+
+    func set(_ i: Int, _ v: T) { lock.lock(); values[i] = v; lock.unlock() }
+    func get(_ i: Int) -> T? { lock.lock(); defer { lock.unlock() }; return values[i] }
+}
