@@ -147,7 +147,7 @@ final class Balanced: @unchecked Sendable {
         tally.lock.lock(); tally.stop = true; tally.lock.unlock()
         for _ in workers { #expect(finished.wait(timeout: .now() + 30) == .success, "a worker did not stop") }
         tally.lock.lock(); defer { tally.lock.unlock() }
-        #expect(tally.failed.isEmpty, "\(tally.failed.count) failed: \(tally.failed.prefix(5))")
+        #expect(tally.failed.isEmpty, "\(tally.failed.count) failed: \(tally.failed.prefix(5)); haproxy: \(lb.haproxyLog.text.suffix(2000)); instances: \(lb.instances.map { $0.log.suffix(3000) })")
         #expect(tally.ok > 20)
     }
 }

@@ -277,6 +277,12 @@ final class EventLoop {
         if drainDeadline == nil {
             drainDeadline = context.clock.now + state.shutdownGraceMilliseconds
             context.draining = true
+            // What the kernel already accepted for us is taken in and served, a request each:
+            // closing the listener would reset it after a balancer had sent it here, and a
+            // rolling restart would lose it (a TLS handshake cut, under load).
+            if listenersActive {
+                for l in listeners where l.kind != .admin { for _ in 0..<16 { accept(l) } }
+            }
             for l in listeners where l.kind != .admin { Epoll.remove(epfd, l.fd) }
             listenersActive = false
             state.loopsReleasedListeners.add(1, ordering: .releasing)
