@@ -71,10 +71,13 @@ final class ControlLoop {
 
     /// Returns when SIGTERM or SIGINT arrives; the caller then drains.
     func run() {
-        coverEveryFolder()
+        // Once the watches exist, every stamp is compared after the usual debounce (a file being
+        // written when they were added is read once its writer is done, like any change).
+        let coverageStarted = monotonicMilliseconds()
+        var settling = coverEveryFolder()
         var events = [epoll_event](repeating: epoll_event(), count: 4)
-        var firstChange: Int64?
-        var lastChange: Int64 = 0
+        var firstChange: Int64? = settling ? monotonicMilliseconds() : nil
+        var lastChange: Int64 = firstChange ?? 0
         var lastCheck = monotonicMilliseconds()
         var lastCertificateRescan = lastCheck
         var lastPoll = lastCheck
@@ -105,6 +108,11 @@ final class ControlLoop {
                         reload(pending)
                         pending = ReloadScope()
                         firstChange = nil
+                        if settling {
+                            // That was the pass the watches were waiting for.
+                            settling = false
+                            reportCoverage(since: coverageStarted)
+                        }
                     default:
                         break
                     }
@@ -121,7 +129,17 @@ final class ControlLoop {
             let t = monotonicMilliseconds()
             if let first = firstChange, t >= min(lastChange + debounce, first + maximumDelay) {
                 firstChange = nil
-                reload(pending)
+                if settling {
+                    settling = false
+                    var everything = ReloadScope.everything
+                    everything.formUnion(pending)
+                    publisher.reload(everything, quietIfUnchanged: true)
+                    // Watches for what the events named, not all of them again.
+                    rearm(pending)
+                    reportCoverage(since: coverageStarted)
+                } else {
+                    reload(pending)
+                }
                 pending = ReloadScope()
             }
             if pollsConfig || pollsCertificates, t - lastPoll >= Int64(configuration.pollIntervalSeconds) * 1000 {
@@ -186,17 +204,20 @@ final class ControlLoop {
 
     /// Watches every folder, once the server is ready: at 100 000 sites adding the watches
     /// takes a second, which clients need not wait for. What changed between the first read and
-    /// the watches is then read (every stamp compared, only what changed read again), and
-    /// `/status` says how long after ready the watch covered everything.
-    private func coverEveryFolder() {
-        guard let watcher else { return }
-        let began = monotonicMilliseconds()
+    /// the watches is then read by the caller (every stamp compared, only what changed read
+    /// again). Whether there is a watch to settle.
+    private func coverEveryFolder() -> Bool {
+        guard watcher != nil else { return false }
         if configuration.watchDelayMilliseconds > 0 { usleep(UInt32(min(configuration.watchDelayMilliseconds, 10_000)) * 1000) }
         rearm()
-        _ = publisher.reload(.everything, quietIfUnchanged: true)
+        return true
+    }
+
+    /// `/status` and the log say how long after ready the watch covered everything.
+    private func reportCoverage(since began: Int64) {
         let seconds = Double(monotonicMilliseconds() - began) / 1000
         state.watch.set { $0.coveredAfterReadySeconds = seconds }
-        log.info("watch: \(watcher.watchedCount) folders watched \(Int(seconds * 1000)) ms after ready")
+        log.info("watch: \(watcher?.watchedCount ?? 0) folders watched \(Int(seconds * 1000)) ms after ready")
     }
 
     private func readSignal() -> Int32 {
