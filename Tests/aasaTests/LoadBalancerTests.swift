@@ -75,7 +75,15 @@ final class Balanced: @unchecked Sendable {
         }
     }
 
-    deinit { haproxy.stop(grace: 10) }
+    deinit { stopAll() }
+
+    /// haproxy and both instances, stopped now: a test calls it on its way out, since the last
+    /// reference may be dropped by a worker thread only after the test process has ended (the
+    /// processes were left running then).
+    func stopAll() {
+        haproxy.stop(grace: 10)
+        for instance in instances { instance.process.stop(grace: 15) }
+    }
 
     enum Mode { case terminating, passthrough }
 
@@ -100,6 +108,7 @@ final class Balanced: @unchecked Sendable {
 @Suite(.serialized) struct LoadBalancerTests {
     @Test func bothModesServeAndLogTheOriginalClient() throws {
         let lb = try Balanced()
+        defer { lb.stopAll() }
         for mode in [Balanced.Mode.terminating, .passthrough] {
             for host in ["example.com", "www.example.com"] {
                 let r = try lb.fetch(mode, host: host)
@@ -115,6 +124,7 @@ final class Balanced: @unchecked Sendable {
 
     @Test func aRollingRestartUnderLoadLosesNoRequest() throws {
         let lb = try Balanced()
+        defer { lb.stopAll() }
         final class Tally: @unchecked Sendable {
             let lock = NSLock()
             var ok = 0
