@@ -9,18 +9,51 @@ package enum MonitorReport {
     /// `/status`: the summary of every domain, then the domains listed (in byte order of name),
     /// and the name to ask `after` for the next page.
     package static func status(_ state: MonitorState, listed hosts: [String], next: String?) -> String {
+        render(page(state, listed: hosts, next: next))
+    }
+
+    /// A `/status` answer copied out of the state: the summary's counts and the listed domains'
+    /// records (values that share their storage with the state's), so that it is rendered
+    /// outside the state's lock. A page of 1 000 domains is 1.7 MB of JSON, and the scheduler
+    /// and every check that finishes wait for that lock.
+    package struct StatusPage: Sendable {
+        var summary: Summary
+        var domains: [(record: DomainRecord, cdn: CDNStatus?)]
+        var next: String?
+    }
+
+    struct Summary: Sendable {
+        var domains: Int
+        var origin: [OriginState: Int]
+        var cdn: [CDNStatus.State: Int]
+        /// nil with `--dal-base off`.
+        var google: [GoogleStatus.State: Int]?
+    }
+
+    /// Under the state's lock: what ``render(_:)`` needs, in time linear in the domains watched
+    /// (the counts) and in those listed.
+    package static func page(_ state: MonitorState, listed hosts: [String], next: String?) -> StatusPage {
+        var origin: [OriginState: Int] = [:]
+        var google: [GoogleStatus.State: Int] = [:]
+        for record in state.records.values {
+            origin[record.origin.state, default: 0] += 1
+            if let g = record.google { google[g.state, default: 0] += 1 }
+        }
+        let summary = Summary(domains: state.records.count, origin: origin, cdn: state.schedule.counts(), google: state.googleOn ? google : nil)
+        let domains = hosts.compactMap { host in state.records[host].map { (record: $0, cdn: state.schedule.sites[host]?.status) } }
+        return StatusPage(summary: summary, domains: domains, next: next)
+    }
+
+    package static func render(_ page: StatusPage) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("summary")
-        writeSummary(state, to: &w)
+        write(page.summary, to: &w)
         w.key("domains")
         w.beginArray()
-        for host in hosts {
-            guard let record = state.records[host] else { continue }
-            write(record, cdn: state.schedule.sites[host]?.status, to: &w)
-        }
+        for d in page.domains { write(d.record, cdn: d.cdn, to: &w) }
         w.endArray()
-        w.key("next"); w.value(next)
+        w.key("next"); w.value(page.next)
         w.endObject()
         return w.output
     }
@@ -33,24 +66,17 @@ package enum MonitorReport {
         return w.output
     }
 
-    static func writeSummary(_ state: MonitorState, to w: inout JSONWriter) {
-        var origin: [OriginState: Int] = [:]
-        var google: [GoogleStatus.State: Int] = [:]
-        for record in state.records.values {
-            origin[record.origin.state, default: 0] += 1
-            if let g = record.google { google[g.state, default: 0] += 1 }
-        }
-        let cdn = state.schedule.counts()
+    static func write(_ summary: Summary, to w: inout JSONWriter) {
         w.beginObject()
-        w.key("domains"); w.value(state.records.count)
-        for s in OriginState.allCases { w.key(s.rawValue); w.value(origin[s] ?? 0) }
+        w.key("domains"); w.value(summary.domains)
+        for s in OriginState.allCases { w.key(s.rawValue); w.value(summary.origin[s] ?? 0) }
         w.key("cdn")
         w.beginObject()
-        for s in CDNStatus.State.allCases { w.key(s.rawValue); w.value(cdn[s] ?? 0) }
+        for s in CDNStatus.State.allCases { w.key(s.rawValue); w.value(summary.cdn[s] ?? 0) }
         w.endObject()
         w.key("google")
         w.beginObject()
-        if state.googleOn {
+        if let google = summary.google {
             for s in GoogleStatus.State.allCases { w.key(s.rawValue); w.value(google[s] ?? 0) }
         }
         w.endObject()

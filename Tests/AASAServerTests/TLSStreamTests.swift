@@ -128,4 +128,36 @@ import Glibc
         var buffer = [UInt8](repeating: 0, count: 256)
         #expect(buffer.withUnsafeMutableBytes { server.read(into: $0.baseAddress!, count: $0.count) } == .closed)
     }
+
+    /// Loading trust is the dearest part of a client (the system store: tens of milliseconds in
+    /// OpenSSL 3), so clients that trust the same share one context, many connections at once;
+    /// a CA file replaced on disk is read again.
+    @Test func clientsThatTrustTheSameShareAContextUntilTheCAFileIsReplaced() throws {
+        let directory = NSTemporaryDirectory() + "aasa-shared-context-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/ca.pem"
+        try FileManager.default.copyItem(atPath: TestPKI.caFile, toPath: file)
+        let first = try TLSClientContext.shared(caFile: file, verifyPeer: false)
+        #expect(try TLSClientContext.shared(caFile: file, verifyPeer: false) === first)
+        #expect(try TLSClientContext.shared(caFile: file, verifyPeer: true) !== first)
+        #expect(try TLSClientContext.shared(caFile: file, keepsSystemStore: true, verifyPeer: false) !== first)
+
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        for _ in 0..<2 {
+            let (a, b) = Self.pair()
+            defer { close(a); close(b) }
+            let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+            let client = try TLSStream(client: TLSClientContext.shared(caFile: file, verifyPeer: false), fd: b, serverName: "example.com")
+            #expect(Self.handshake(server, client) == (.done(0), .done(0)))
+            #expect(client.verificationFailure == nil)
+        }
+
+        // The same CA, written anew and renamed over it (another inode): read again.
+        try FileManager.default.copyItem(atPath: TestPKI.caFile, toPath: directory + "/ca.new")
+        #expect(rename(directory + "/ca.new", file) == 0)
+        let reread = try TLSClientContext.shared(caFile: file, verifyPeer: false)
+        #expect(reread !== first)
+        #expect(try TLSClientContext.shared(caFile: file, verifyPeer: false) === reread)
+    }
 }

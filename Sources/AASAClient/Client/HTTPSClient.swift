@@ -51,7 +51,9 @@ public final class HTTPSClient: Sendable {
     public init(_ configuration: Configuration = Configuration()) throws(HTTPClientError) {
         self.configuration = configuration
         do {
-            context = try TLSClientContext(caFile: configuration.caFile, keepsSystemStore: configuration.caFileKeepsSystemStore, verifyPeer: false)
+            // Shared by the clients that trust the same: loading the system store is the dearest
+            // part of a client, and `aasa monitor` makes a few a check.
+            context = try TLSClientContext.shared(caFile: configuration.caFile, keepsSystemStore: configuration.caFileKeepsSystemStore, verifyPeer: false)
         } catch {
             throw HTTPClientError(phase: .tls, message: "cannot load the trusted certificates: \(error)")
         }
