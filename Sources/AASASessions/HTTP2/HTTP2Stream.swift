@@ -27,11 +27,21 @@ final package class HTTP2Stream {
     package var bodyBytes = 0
     /// DATA payload received, padding included: what the body limit counts.
     var receivedBytes = 0
-    /// The client sent END_STREAM: the stream is half-closed (remote), and any DATA or HEADERS
-    /// on it is STREAM_CLOSED (RFC 9113 §5.1).
-    var isEndedByClient = false
-    /// Closed: out of the session's table; the send queue skips it.
-    var isClosed = false
+    /// Where the stream is in its life (RFC 9113 §5.1), as the session moves it.
+    var state = State.open
+
+    /// A server's stream states (RFC 9113 §5.1): a client's HEADERS opens it (idle streams are
+    /// ``StreamHistory``'s), END_STREAM from the client half-closes it, and its response's last
+    /// frame or a RST_STREAM either way closes it.
+    enum State {
+        /// The request's header block or body is still arriving.
+        case open
+        /// The client sent END_STREAM: the request is whole, and any DATA or HEADERS on the
+        /// stream is STREAM_CLOSED; the response is being sent.
+        case halfClosedRemote
+        /// Out of the session's table; the send queue skips it.
+        case closed
+    }
 
     /// What the stream may still send (RFC 9113 §6.9.1): SETTINGS_INITIAL_WINDOW_SIZE changes
     /// it, and can make it negative (§6.9.2).
@@ -44,10 +54,11 @@ final package class HTTP2Stream {
     package var response: Response?
     var headersSent = false
     package var bodySent = 0
-    /// In the session's send queue.
+    /// In the ``ResponseScheduler``'s queue.
     var isQueued = false
-    /// Out of the queue until a WINDOW_UPDATE (or SETTINGS) opens its window again.
-    var isBlocked = false
+    /// Out of the queue, on a zero window, until a WINDOW_UPDATE (or SETTINGS) opens it again;
+    /// reset at this time if none does.
+    var blockedUntil: Int64?
 
     package init(id: Int32, startedMicroseconds: Int64, sendWindow: Int, receiveWindow: Int) {
         self.id = id

@@ -18,7 +18,7 @@ struct RequestFieldCheck {
     /// the name (a name it recognised is already known to be valid); `valueIsChecked` says the
     /// value is one the session checked on an earlier stream.
     mutating func check(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>,
-                        known: HTTP2Session.Field?, valueIsChecked: Bool) -> StaticString? {
+                        known: RequestField?, valueIsChecked: Bool) -> StaticString? {
         if !valueIsChecked, let why = RequestFieldCheck.checkValue(value) { return why }
         if name.first == UInt8(ascii: ":") {
             if sawRegularField { return "a pseudo-header field after a regular field" }
@@ -28,7 +28,7 @@ struct RequestFieldCheck {
             case .path: bit = Pseudo.path
             case .authority: bit = Pseudo.authority
             default:
-                guard HTTP2Session.equals(name, ":scheme") else { return "an unknown pseudo-header field" }
+                guard RequestField.equals(name, ":scheme") else { return "an unknown pseudo-header field" }
                 bit = Pseudo.scheme
             }
             if pseudo & bit != 0 { return "a repeated pseudo-header field" }
@@ -36,10 +36,10 @@ struct RequestFieldCheck {
             if bit == Pseudo.method {
                 // RFC 9110 §9.1: a method is a token.
                 if value.isEmpty || !value.allSatisfy(RequestFieldCheck.isTokenByte) { return "a :method that is not a token" }
-                if HTTP2Session.equals(value, "CONNECT") { isConnect = true }
+                if RequestField.equals(value, "CONNECT") { isConnect = true }
             }
             // This server is http and https only (RFC 9113 §8.3.1).
-            if bit == Pseudo.scheme, !HTTP2Session.equals(value, "https"), !HTTP2Session.equals(value, "http") { return "an unknown :scheme" }
+            if bit == Pseudo.scheme, !RequestField.equals(value, "https"), !RequestField.equals(value, "http") { return "an unknown :scheme" }
             if bit == Pseudo.path, value.isEmpty { return "an empty :path" }
             return nil
         }
@@ -62,16 +62,16 @@ struct RequestFieldCheck {
     private static func checkConnectionSpecific(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> StaticString? {
         switch name.count {
         case 2:
-            return HTTP2Session.equals(name, "te") && !HTTP2Session.equals(value, "trailers") ? "TE other than trailers" : nil
+            return RequestField.equals(name, "te") && !RequestField.equals(value, "trailers") ? "TE other than trailers" : nil
         case 7:
-            return HTTP2Session.equals(name, "upgrade") ? "a connection-specific field" : nil
+            return RequestField.equals(name, "upgrade") ? "a connection-specific field" : nil
         case 10:
-            return HTTP2Session.equals(name, "connection") || HTTP2Session.equals(name, "keep-alive")
+            return RequestField.equals(name, "connection") || RequestField.equals(name, "keep-alive")
                 ? "a connection-specific field" : nil
         case 16:
-            return HTTP2Session.equals(name, "proxy-connection") ? "a connection-specific field" : nil
+            return RequestField.equals(name, "proxy-connection") ? "a connection-specific field" : nil
         case 17:
-            return HTTP2Session.equals(name, "transfer-encoding") ? "a connection-specific field" : nil
+            return RequestField.equals(name, "transfer-encoding") ? "a connection-specific field" : nil
         default: return nil
         }
     }
