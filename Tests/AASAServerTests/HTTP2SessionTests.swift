@@ -458,6 +458,25 @@ private let cancel: UInt32 = 0x8
         #expect(server.session.openStreams == 0)
     }
 
+    @Test func aStreamBlockedAgainGetsAFreshSixtySeconds() {
+        let server = ServerUnderTest(dispatch: FakeDispatch { siteResponse(size: 2_000, for: $0) })
+        server.receive(Wire.preface + Wire.settings([(0x4, 0)]) + Wire.get(stream: 1))
+        _ = server.read()
+        // 30 s on a zero window, then 100 bytes of window: it sends them and is blocked again.
+        server.clock.now += 30_000
+        server.receive(Frame(type: Frame.windowUpdate, stream: 1, payload: be32(100)).bytes)
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.data && $0.payload.count == 100 })
+        // At the first wait's end the stream has waited 30 s only: not reset.
+        server.clock.now = 1_000_000 + 60_000
+        server.session.deadlineReached(output: &server.output)
+        #expect(!Frame.parse(server.read()).contains { $0.type == Frame.rstStream })
+        #expect(server.session.openStreams == 1)
+        #expect(server.session.deadline.map { $0 == Int64(1_090_000) } == true, "\(String(describing: server.session.deadline))")
+        server.clock.now = 1_000_000 + 90_000
+        server.session.deadlineReached(output: &server.output)
+        #expect(Frame.parse(server.read()).contains { $0.type == Frame.rstStream && $0.stream == 1 && $0.errorCode == 8 })
+    }
+
     @Test func pingsDoNotKeepAnIdleConnectionOpen() {
         let server = ServerUnderTest()
         server.receive(Wire.clientStart)
