@@ -1,4 +1,5 @@
 import AASACore
+import AASATransport
 import AASAHTTP
 #if canImport(Glibc)
 import Glibc
