@@ -30,53 +30,26 @@ final package class HTTP2Session: ProtocolSession {
     private var streams: StreamTable
     /// Client streams that are closed, for late frames (RFC 9113 §5.1).
     private var history = StreamHistory()
-    /// Streams whose request is not complete yet, with the time it must be (HEADERS without
-    /// END_STREAM or END_HEADERS; a usual GET never enters), oldest first.
-    private var unfinished: [(stream: HTTP2Stream, by: Int64)] = []
+    private var timers: ConnectionTimers
 
-    /// What the client may still send on the connection before a WINDOW_UPDATE (§6.9).
-    private var receiveWindow = HTTP2Session.defaultWindow
-    /// The client's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send window.
-    private var peerInitialWindow = HTTP2Session.defaultWindow
+    private var receiveWindows: ReceiveWindows
     /// The client acknowledged our SETTINGS: a stream beyond the limit is then a protocol error.
     private var settingsAcknowledged = false
     /// The server's SETTINGS is written (the first frame out).
     private var sentPreface = false
-    /// ACKs (SETTINGS, PING) written since the client last read everything.
-    private var unreadAcks = 0
 
-    private var resets: FloodBudget
-    private var controlFrames: FloodBudget
-    private var windowUpdates: FloodBudget
-    private var emptyFrames: FloodBudget
+    private var floods: FloodGuard
 
     /// Why the session gave up on the connection: the GOAWAY code sent.
     private var failure: ConnectionError?
     /// GOAWAY written with an error or on timeout: nothing more is read or written.
     private(set) var isTerminated = false
-    private var isDraining = false
-    /// When the final GOAWAY is due, while draining.
-    private var finalGoAwayAt: Int64?
-    /// The last stream id of the final GOAWAY, once sent: newer streams are ignored.
-    private var goAwayLastStream: Int32?
-    /// The highest of those: frames the client sent on them before it saw the GOAWAY are
-    /// ignored as well, not taken for frames on idle streams.
-    private var highestIgnored: Int32 = 0
-    private var peerSentGoAway = false
+    private var goAway = GoAwayState()
     private var peerHasClosed = false
 
-    /// When the last stream closed (or the session began): the idle timeout counts from here.
-    private var idleSince: Int64
-    /// The last input, or output written: with streams open, the stall timeout counts from here.
-    private var lastProgress: Int64
-
     static let defaultWindow = 65_535
-    /// ACKs a client may leave unread before the connection is closed (as libnghttp2 does).
-    static let maxUnreadAcks = 1_000
-    /// How long after the shutdown notice the final GOAWAY follows: time for requests the
-    /// client sent before it saw the notice to arrive (RFC 9113 §6.8 asks for at least one
-    /// round trip).
-    static let shutdownNoticeGrace: Int64 = 1_000
+    /// How long after the shutdown notice the final GOAWAY follows.
+    static let shutdownNoticeGrace = GoAwayState.noticeGrace
 
     package init(configuration: HTTP2Configuration = HTTP2Configuration(), clock: LoopClock, dispatch: RequestDispatch) {
         self.configuration = configuration
@@ -84,12 +57,9 @@ final package class HTTP2Session: ProtocolSession {
         self.dispatch = dispatch
         self.blocks = HeaderBlockReader(configuration: configuration)
         self.scheduler = ResponseScheduler(configuration: configuration)
-        self.resets = FloodBudget(configuration.resetLimit, now: clock.now)
-        self.controlFrames = FloodBudget(configuration.controlFrameLimit, now: clock.now)
-        self.windowUpdates = FloodBudget(configuration.windowUpdateLimit, now: clock.now)
-        self.emptyFrames = FloodBudget(configuration.emptyFrameLimit, now: clock.now)
-        self.idleSince = clock.now
-        self.lastProgress = clock.now
+        self.floods = FloodGuard(configuration, now: clock.now)
+        self.receiveWindows = ReceiveWindows(configuration: configuration)
+        self.timers = ConnectionTimers(configuration, now: clock.now)
         self.streams = StreamTable(maxOpen: configuration.maxConcurrentStreams)
     }
 
@@ -97,8 +67,8 @@ final package class HTTP2Session: ProtocolSession {
 
     package func receive(_ bytes: UnsafeRawBufferPointer, output: inout Output) {
         guard !isTerminated, bytes.count > 0 else { return }
-        lastProgress = clock.now
-        if output.isEmpty { unreadAcks = 0 }
+        timers.progressed(now: clock.now)
+        if output.isEmpty { floods.peerReadEverything() }
         writePreface(&output)
         do throws(ConnectionError) {
             let goesOn = try reader.read(bytes) { header, payload in
@@ -113,8 +83,8 @@ final package class HTTP2Session: ProtocolSession {
 
     package func resume(output: inout Output) {
         guard !isTerminated else { return }
-        lastProgress = clock.now
-        if output.isEmpty { unreadAcks = 0 }
+        timers.progressed(now: clock.now)
+        if output.isEmpty { floods.peerReadEverything() }
         writePreface(&output)
         produce(&output)
     }
@@ -126,50 +96,35 @@ final package class HTTP2Session: ProtocolSession {
     }
 
     package func deadlineReached(output: inout Output) {
-        if let finalGoAwayAt, clock.now >= finalGoAwayAt {
+        if let due = goAway.finalDue, clock.now >= due {
             sendFinalGoAway(&output)
             return
         }
         resetOverdueStreams(&output)
-        guard !isTerminated, let deadline = connectionDeadline, clock.now >= deadline else { return }
+        guard !isTerminated, clock.now >= timers.connectionDeadline(hasStreams: !streams.isEmpty) else { return }
         terminate(.noError, &output)
     }
 
     /// Resets the streams whose request did not complete in time, or whose response waited on
     /// a zero window too long (RST_STREAM CANCEL); each is one reset of the server's budget.
     private func resetOverdueStreams(_ output: inout Output) {
-        while !isTerminated, let stream = takeUnfinished(overdueAt: clock.now) { reset(stream, .cancel, &output) }
+        while !isTerminated, let stream = timers.takeOverdueRequest(now: clock.now) { reset(stream, .cancel, &output) }
         while !isTerminated, let stream = scheduler.takeOverdue(now: clock.now) { reset(stream, .cancel, &output) }
         if !isTerminated { produce(&output) }
     }
 
-    /// The oldest request not complete by `now`, taken off the list (entries of streams that
-    /// completed or closed are dropped first).
-    private func takeUnfinished(overdueAt now: Int64) -> HTTP2Stream? {
-        if !unfinished.isEmpty { unfinished.removeAll { $0.stream.state != .open } }
-        guard let first = unfinished.first, first.by <= now else { return nil }
-        unfinished.removeFirst()
-        return first.stream
-    }
-
     package func drain(output: inout Output) {
-        guard !isTerminated, !isDraining else { return }
-        isDraining = true
-        // RFC 9113 §6.8, graceful shutdown in two steps: a GOAWAY with the largest stream id
-        // first, so a request already on its way (a new connection's first) is still served;
-        // then, a moment later, the real last stream id.
+        guard !isTerminated, !goAway.isDraining else { return }
         writePreface(&output)
         output.appendGoAway(lastStream: Int32.max, .noError)
-        finalGoAwayAt = clock.now + HTTP2Session.shutdownNoticeGrace
+        goAway.noticeSent(now: clock.now)
         produce(&output)
     }
 
     private func sendFinalGoAway(_ output: inout Output) {
-        finalGoAwayAt = nil
-        guard !isTerminated, goAwayLastStream == nil else { return }
         // Newer streams are ignored from here on; those open are served.
-        goAwayLastStream = history.highestOpened
-        output.appendGoAway(lastStream: history.highestOpened, .noError)
+        guard !isTerminated, let last = goAway.takeFinal(highestOpened: history.highestOpened) else { return }
+        output.appendGoAway(lastStream: last, .noError)
         produce(&output)
     }
 
@@ -178,7 +133,7 @@ final package class HTTP2Session: ProtocolSession {
     package var isClosing: Bool { isTerminated || (!scheduler.isBackedUp && (peerHasClosed || isFinished)) }
 
     /// A GOAWAY went either way and no stream is left: nothing more can happen.
-    private var isFinished: Bool { (goAwayLastStream != nil || peerSentGoAway) && streams.isEmpty }
+    private var isFinished: Bool { goAway.isFinal && streams.isEmpty }
 
     package var lingersOnClose: Bool { false }
 
@@ -186,18 +141,11 @@ final package class HTTP2Session: ProtocolSession {
 
     package var deadline: Int64? {
         if isTerminated { return nil }
-        if let finalGoAwayAt { return finalGoAwayAt }
-        var earliest = connectionDeadline!
-        // The oldest entries come first; entries of streams that moved on only make the
-        // deadline early, and a call then just drops them.
-        if let first = unfinished.first { earliest = min(earliest, first.by) }
+        if let due = goAway.finalDue { return due }
+        var earliest = timers.connectionDeadline(hasStreams: !streams.isEmpty)
+        if let request = timers.nextRequestDeadline { earliest = min(earliest, request) }
         if let blocked = scheduler.nextDeadline { earliest = min(earliest, blocked) }
         return earliest
-    }
-
-    /// The idle or stall timeout of the connection as a whole.
-    private var connectionDeadline: Int64? {
-        isTerminated ? nil : (streams.isEmpty ? idleSince : lastProgress) + configuration.idleTimeout
     }
 
     /// Streams open now (for tests and metrics).
@@ -224,79 +172,68 @@ final package class HTTP2Session: ProtocolSession {
         case .data(let id, let content, let flowLength, let endStream): data(id, content, flowLength, endStream, &output)
         case .headers(let id, let fragment, let endStream, let endHeaders): headers(id, fragment, endStream, endHeaders, &output)
         case .continuation(_, let fragment, let endHeaders):
-            if fragment.isEmpty, !emptyFrames.spend(now: clock.now) { return fail(.enhanceYourCalm, "empty CONTINUATION flood", &output) }
+            if fragment.isEmpty, !spend(.emptyContinuation, &output) { return }
             do throws(ConnectionError) { try blockEnded(blocks.continue(fragment, isLast: endHeaders), &output) } catch { fail(error, &output) }
         case .rstStream(let id): rstStream(id, &output)
         case .settings(let settings): apply(settings, &output)
         case .settingsAck:
             settingsAcknowledged = true
-            spendControl(&output)
+            spend(.control, &output)
         case .ping(let opaque, let isAck):
-            spendControl(&output)
-            guard !isTerminated, !isAck, mayAcknowledge(&output) else { return }
+            spend(.control, &output)
+            guard !isTerminated, !isAck, spend(.ack, &output) else { return }
             output.appendPingAck(opaque)
         case .windowUpdate(let id, let increment): windowUpdate(id, increment, &output)
         case .goAway:
-            spendControl(&output)
-            peerSentGoAway = true
+            spend(.control, &output)
+            goAway.peerSent = true
         case .priority, .unknown:
             // Priority signals are ignored (RFC 9218 §2.1), extension frames too (§5.5); each
             // still costs a read.
-            spendControl(&output)
+            spend(.control, &output)
         }
-    }
-
-    /// A stream opened after the final GOAWAY, and so ignored (RFC 9113 §6.8).
-    private func isIgnoredAfterGoAway(_ id: Int32) -> Bool {
-        guard let last = goAwayLastStream else { return false }
-        return id > last && id <= highestIgnored && id & 1 == 1
     }
 
     /// A frame on a stream that is not open: on one never opened (idle), a connection error.
     private func isIdle(_ id: Int32) -> Bool {
-        !isIgnoredAfterGoAway(id) && (id & 1 == 0 || id > history.highestOpened)
+        !goAway.isIgnored(id) && (id & 1 == 0 || id > history.highestOpened)
     }
 
-    private func spendControl(_ output: inout Output) {
-        if !controlFrames.spend(now: clock.now) { fail(.enhanceYourCalm, "control frame flood", &output) }
+    /// Spends from a flood budget; false, the connection failed, when it was empty.
+    @discardableResult
+    private func spend(_ kind: FloodGuard.Spend, _ output: inout Output) -> Bool {
+        do throws(ConnectionError) {
+            try floods.spend(kind, now: clock.now)
+            return true
+        } catch {
+            fail(error, &output)
+            return false
+        }
     }
 
     private func data(_ id: Int32, _ content: UnsafeRawBufferPointer, _ flowLength: Int, _ endStream: Bool, _ output: inout Output) {
         // Padding carries nothing: a frame of padding alone is empty too.
-        if content.isEmpty, !endStream, !emptyFrames.spend(now: clock.now) {
-            return fail(.enhanceYourCalm, "empty DATA flood", &output)
-        }
+        if content.isEmpty, !endStream, !spend(.emptyData, &output) { return }
         // The whole payload, padding included, counts against the windows (§6.9.1).
-        guard flowLength <= receiveWindow else { return fail(.flowControlError, "DATA beyond the connection's window", &output) }
-        receiveWindow -= flowLength
-        if receiveWindow <= HTTP2Session.defaultWindow / 2 {
-            output.appendWindowUpdate(0, increment: HTTP2Session.defaultWindow - receiveWindow)
-            receiveWindow = HTTP2Session.defaultWindow
-        }
+        do throws(ConnectionError) { try receiveWindows.received(flowLength, &output) } catch { return fail(error, &output) }
         guard let stream = streams[id] else {
-            if isIgnoredAfterGoAway(id) { return }
+            if goAway.isIgnored(id) { return }
             if isIdle(id) { return fail(.protocolError, "DATA on an idle stream", &output) }
             if history.verdict(stream: id, isHeaders: false, now: clock.now) == .late { return }
             return fail(.streamClosed, "DATA on a closed stream", &output)
         }
         if stream.state != .open { return fail(.streamClosed, "DATA on a half-closed (remote) stream", &output) }
-        guard flowLength <= stream.receiveWindow else { return reset(stream, .flowControlError, &output) }
-        stream.receiveWindow -= flowLength
+        guard receiveWindows.received(flowLength, on: stream) else { return reset(stream, .flowControlError, &output) }
         stream.bodyBytes += content.count
         // The limit counts padding too: a body of padding alone must not go on for ever.
         stream.receivedBytes += flowLength
         if stream.receivedBytes > configuration.maxRequestBody { return reset(stream, .cancel, &output) }
         if let length = stream.contentLength, stream.bodyBytes > length { return reset(stream, .protocolError, &output) }
-        if endStream {
-            endRequest(stream, &output)
-        } else if stream.receiveWindow <= configuration.initialWindowSize / 2 {
-            output.appendWindowUpdate(id, increment: configuration.initialWindowSize - stream.receiveWindow)
-            stream.receiveWindow = configuration.initialWindowSize
-        }
+        if endStream { endRequest(stream, &output) } else { receiveWindows.reopen(stream, &output) }
     }
 
     private func headers(_ id: Int32, _ fragment: UnsafeRawBufferPointer, _ endStream: Bool, _ endHeaders: Bool, _ output: inout Output) {
-        if fragment.isEmpty, !emptyFrames.spend(now: clock.now) { return fail(.enhanceYourCalm, "empty HEADERS flood", &output) }
+        if fragment.isEmpty, !spend(.emptyHeaders, &output) { return }
         if fragment.count > configuration.maxHeaderListSize {
             return fail(.enhanceYourCalm, "header block over the limit", &output)
         }
@@ -305,10 +242,8 @@ final package class HTTP2Session: ProtocolSession {
             // A second block on an open stream: trailers, which must end it (§8.1).
             if stream.state != .open { return fail(.streamClosed, "a frame on a half-closed (remote) stream", &output) }
             target = .trailers(stream)
-        } else if let last = goAwayLastStream, id > last {
-            // After the final GOAWAY, new streams are ignored (§6.8); their block is still
-            // decoded, for the HPACK table, and their other frames are ignored too.
-            highestIgnored = max(highestIgnored, id)
+        } else if goAway.ignoresNewStream(id) {
+            // Their block is still decoded, for the HPACK table.
             target = .ignored
         } else {
             switch history.verdict(stream: id, isHeaders: true, now: clock.now) {
@@ -333,10 +268,10 @@ final package class HTTP2Session: ProtocolSession {
     /// idle → open (§5.1): a new stream in the table; one whose request does not come whole in
     /// this frame must complete within the request timeout.
     private func open(_ id: Int32, complete: Bool) -> HTTP2Stream {
-        let stream = HTTP2Stream(id: id, startedMicroseconds: clock.microseconds(), sendWindow: peerInitialWindow,
+        let stream = HTTP2Stream(id: id, startedMicroseconds: clock.microseconds(), sendWindow: scheduler.initialStreamWindow,
                                  receiveWindow: configuration.initialWindowSize)
         streams.insert(stream)
-        if !complete { unfinished.append((stream, clock.now + configuration.requestTimeout)) }
+        if !complete { timers.requestStarted(stream, now: clock.now) }
         return stream
     }
 
@@ -359,14 +294,14 @@ final package class HTTP2Session: ProtocolSession {
         case .refused(let id):
             output.appendRstStream(id, .refusedStream)
             history.recordClose(id, resetByServerAt: clock.now)
-            spendServerReset(&output)
+            spend(.serverReset, &output)
         case .ignored:
             break
         }
     }
 
     private func rstStream(_ id: Int32, _ output: inout Output) {
-        if !resets.spend(now: clock.now) { return fail(.enhanceYourCalm, "rapid reset", &output) }
+        guard spend(.clientReset, &output) else { return }
         if let stream = streams[id] {
             close(stream, resetByServer: false)
         } else if isIdle(id) {
@@ -375,51 +310,21 @@ final package class HTTP2Session: ProtocolSession {
     }
 
     private func apply(_ settings: Frame.Settings, _ output: inout Output) {
-        spendControl(&output)
-        if isTerminated { return }
-        if let size = settings.maxFrameSize { scheduler.setPeerMaxFrameSize(size) }
-        if let window = settings.initialWindowSize, window != peerInitialWindow {
-            // §6.9.2: every open stream's window moves by the difference.
-            let delta = window - peerInitialWindow
-            peerInitialWindow = window
-            var overflow = false
-            streams.forEach { stream in
-                stream.sendWindow += delta
-                if stream.sendWindow > Frame.maxWindow { overflow = true }
-                if delta > 0 { scheduler.windowOpened(stream) }
-            }
-            if overflow { return fail(.flowControlError, "a stream window over 2^31-1", &output) }
-        }
-        guard mayAcknowledge(&output) else { return }
+        guard spend(.control, &output) else { return }
+        do throws(ConnectionError) { try scheduler.apply(settings, to: streams) } catch { return fail(error, &output) }
+        guard spend(.ack, &output) else { return }
         output.appendSettingsAck()
     }
 
-    /// A client that asks for ACKs and never reads them would make the output grow: with 1,000
-    /// unread, the connection is closed instead of writing another.
-    private func mayAcknowledge(_ output: inout Output) -> Bool {
-        guard unreadAcks < HTTP2Session.maxUnreadAcks else {
-            fail(.enhanceYourCalm, "ACKs not read", &output)
-            return false
-        }
-        unreadAcks += 1
-        return true
-    }
-
     private func windowUpdate(_ id: Int32, _ increment: Int, _ output: inout Output) {
-        if !windowUpdates.spend(now: clock.now) { return fail(.enhanceYourCalm, "WINDOW_UPDATE flood", &output) }
+        guard spend(.windowUpdate, &output) else { return }
         if id == 0 {
-            guard increment > 0 else { return fail(.protocolError, "WINDOW_UPDATE of 0", &output) }
             do throws(ConnectionError) { try scheduler.openConnectionWindow(by: increment) } catch { fail(error, &output) }
-            return
+        } else if let stream = streams[id] {
+            if let code = scheduler.openWindow(of: stream, by: increment) { reset(stream, code, &output) }
+        } else if isIdle(id) {
+            fail(.protocolError, "WINDOW_UPDATE on an idle stream", &output)
         }
-        guard let stream = streams[id] else {
-            if isIdle(id) { fail(.protocolError, "WINDOW_UPDATE on an idle stream", &output) }
-            return
-        }
-        guard increment > 0 else { return reset(stream, .protocolError, &output) }
-        guard stream.sendWindow + increment <= Frame.maxWindow else { return reset(stream, .flowControlError, &output) }
-        stream.sendWindow += increment
-        scheduler.windowOpened(stream)
     }
 
     // MARK: - Stream transitions
@@ -443,14 +348,7 @@ final package class HTTP2Session: ProtocolSession {
     private func reset(_ stream: HTTP2Stream, _ code: HTTP2ErrorCode, _ output: inout Output) {
         output.appendRstStream(stream.id, code)
         close(stream, resetByServer: true)
-        spendServerReset(&output)
-    }
-
-    /// A stream the server resets spends from the same budget as the client's resets: a client
-    /// must not make us reset streams faster than it could reset them itself ("MadeYouReset",
-    /// CVE-2025-8671).
-    private func spendServerReset(_ output: inout Output) {
-        if !resets.spend(now: clock.now) { fail(.enhanceYourCalm, "streams reset too fast", &output) }
+        spend(.serverReset, &output)
     }
 
     /// → closed: the response was written whole, or a RST_STREAM went either way.
@@ -458,7 +356,7 @@ final package class HTTP2Session: ProtocolSession {
         stream.state = .closed
         streams.remove(stream.id)
         history.recordClose(stream.id, resetByServerAt: resetByServer ? clock.now : nil)
-        if streams.isEmpty { idleSince = clock.now }
+        if streams.isEmpty { timers.becameIdle(now: clock.now) }
     }
 
     // MARK: - Frames out
@@ -495,7 +393,7 @@ final package class HTTP2Session: ProtocolSession {
         guard !isTerminated else { return }
         isTerminated = true
         writePreface(&output)
-        output.appendGoAway(lastStream: min(history.highestOpened, goAwayLastStream ?? Int32.max), code)
+        output.appendGoAway(lastStream: min(history.highestOpened, goAway.lastStream ?? Int32.max), code)
         scheduler.stop()
     }
 }

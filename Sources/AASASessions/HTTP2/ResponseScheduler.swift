@@ -12,6 +12,8 @@ struct ResponseScheduler {
     private var connectionWindow = HTTP2Session.defaultWindow
     /// The client's SETTINGS_MAX_FRAME_SIZE.
     private var peerMaxFrameSize = FrameHeader.maxLength
+    /// The client's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send window.
+    private(set) var initialStreamWindow = HTTP2Session.defaultWindow
     /// A header block was sent: the first one carried the table size update (``HeaderEncoder``).
     private var sentHeaderBlock = false
     /// Streams waiting on a zero window, with the time they are reset, oldest first.
@@ -43,6 +45,7 @@ struct ResponseScheduler {
     /// WINDOW_UPDATE on stream 0: the streams set aside while the connection's window was used
     /// up go on.
     mutating func openConnectionWindow(by increment: Int) throws(ConnectionError) {
+        guard increment > 0 else { throw ConnectionError(.protocolError, "WINDOW_UPDATE of 0") }
         guard connectionWindow + increment <= Frame.maxWindow else {
             throw ConnectionError(.flowControlError, "the connection's window over 2^31-1")
         }
@@ -50,7 +53,30 @@ struct ResponseScheduler {
         for (stream, _) in blocked { windowOpened(stream) }
     }
 
-    mutating func setPeerMaxFrameSize(_ size: Int) { peerMaxFrameSize = size }
+    /// WINDOW_UPDATE on a stream: nil, or the stream error it is (§6.9, §6.9.1).
+    mutating func openWindow(of stream: HTTP2Stream, by increment: Int) -> HTTP2ErrorCode? {
+        guard increment > 0 else { return .protocolError }
+        guard stream.sendWindow + increment <= Frame.maxWindow else { return .flowControlError }
+        stream.sendWindow += increment
+        windowOpened(stream)
+        return nil
+    }
+
+    /// The client's SETTINGS: its frame size, and its initial window, which moves every open
+    /// stream's window by the difference (§6.9.2; the last value in the frame holds).
+    mutating func apply(_ settings: Frame.Settings, to streams: StreamTable) throws(ConnectionError) {
+        if let size = settings.maxFrameSize { peerMaxFrameSize = size }
+        guard let window = settings.initialWindowSize, window != initialStreamWindow else { return }
+        let delta = window - initialStreamWindow
+        initialStreamWindow = window
+        var overflow = false
+        streams.forEach { stream in
+            stream.sendWindow += delta
+            if stream.sendWindow > Frame.maxWindow { overflow = true }
+            if delta > 0 { windowOpened(stream) }
+        }
+        if overflow { throw ConnectionError(.flowControlError, "a stream window over 2^31-1") }
+    }
 
     /// When the oldest stream waiting on a zero window is due to be reset.
     var nextDeadline: Int64? { blocked.first?.by }
