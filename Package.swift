@@ -131,6 +131,8 @@ let package = Package(
         .testTarget(name: "AASASessionsTests", dependencies: ["AASASessions", "AASAHTTP", "CNghttp2", "ChildProcess", "TestRandom"]),
         // The ACME protocol client checked with the openssl command, the CDN schedule on a fake clock.
         .testTarget(name: "AASAClientTests", dependencies: ["AASAClient", "AASAHTTP", "AASACore", "TestCertificates"]),
+        // The commands' pure parts: validate's report in each format.
+        .testTarget(name: "AASACommandsTests", dependencies: ["AASACommands", "AASACore"]),
         // The server's own parts: connections driven with no socket, event loops in process with
         // millisecond timeouts, snapshots, the control thread's watch, ACME's scheduling.
         .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASATransport", "AASASessions", "AASAClient", "AASAHTTP", "AASACore",
