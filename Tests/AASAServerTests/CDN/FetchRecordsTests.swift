@@ -1,6 +1,7 @@
 import Testing
 @testable import AASAServer
 
+/// Which requests the fetch record keeps (docs/apple-view.md, "The fetch record").
 @Suite struct FetchRecordsTests {
     @Test func appleAndDeviceAgentsAreToldApart() {
         #expect(FetchRecords.fetcher(userAgent: "AASA-Bot/1.0.0") == .appleCDN)
