@@ -372,13 +372,14 @@ bench-instr: deps
 	$(SWIFT) build -c release --product aasa
 	python3 bench/instr.py $(INSTR_ARGS)
 
-# The server's suites (AASAServerTests in process, aasaTests' Serve* suites against the built
-# binary) under ThreadSanitizer, then AddressSanitizer, each in its own scratch path. Every
+# The server's suites (in process: AASAServerTests and the tests of the layers it runs on,
+# AASASessionsTests, AASATransportTests and AASAClientTests; aasaTests' Serve* suites against the
+# built binary) under ThreadSanitizer, then AddressSanitizer, each in its own scratch path. Every
 # process (the test runner and each `aasa serve` it starts) writes its reports to
 # <scratch>/sanitizer/report.<pid>; any report, or any failed test, fails the target.
 # LeakSanitizer ignores what only the test processes' own machinery leaks
 # (Scripts/lsan-test-harness.supp). `make test-sanitize SANITIZERS=address` runs one.
-SANITIZE_FILTER ?= ^AASAServerTests\.|^aasaTests\.Serve
+SANITIZE_FILTER ?= ^AASAServerTests\.|^AASASessionsTests\.|^AASATransportTests\.|^AASAClientTests\.|^aasaTests\.Serve
 SANITIZERS      ?= thread address
 # ASan's quarantine is kept small (4 MB): its default 256 MB of freed memory held back would
 # read as growth in the tests that bound the server's memory. (Full unwinding on malloc, which

@@ -114,12 +114,29 @@ let package = Package(
         ),
         // Child processes for the tests, every wait bounded (Foundation's waitUntilExit is not).
         .target(name: "ChildProcess", path: "Tests/ChildProcess"),
+        // Certificates for the tests of more than one target: a CA and a leaf made once per run
+        // with the openssl tool, self-signed ones made in process, and the openssl command that
+        // checks what libcrypto made.
+        .target(name: "TestCertificates", dependencies: ["AASATransport", "COpenSSL", "ChildProcess"], path: "Tests/TestCertificates"),
+        // Deterministic pseudo-random numbers, for tests that need many varied inputs.
+        .target(name: "TestRandom", path: "Tests/TestRandom"),
+        // One test target per library, each depending on the library it tests and on what its
+        // tests use besides.
         .testTarget(name: "AASACoreTests", dependencies: ["AASACore"]),
         .testTarget(name: "AASAHTTPTests", dependencies: ["AASAHTTP"]),
-        // The server's layers on their own: sessions fed byte scripts with a fake clock, the TLS
-        // stream over a socket pair, event loops in process with millisecond timeouts.
+        // The TLS stream with both ends ours over a socket pair, certificates, ALPN, the access log.
+        .testTarget(name: "AASATransportTests", dependencies: ["AASATransport", "AASAHTTP", "AASACore", "COpenSSL", "TestCertificates", "TestRandom"]),
+        // Sessions fed byte scripts with a fake clock; HTTP/2 against libnghttp2's client and
+        // HPACK encoder, and nghttp2's command-line clients.
+        .testTarget(name: "AASASessionsTests", dependencies: ["AASASessions", "AASAHTTP", "CNghttp2", "ChildProcess", "TestRandom"]),
+        // The ACME protocol client checked with the openssl command, the CDN schedule on a fake clock.
+        .testTarget(name: "AASAClientTests", dependencies: ["AASAClient", "AASAHTTP", "AASACore", "TestCertificates"]),
+        // The commands' pure parts: validate's report in each format.
+        .testTarget(name: "AASACommandsTests", dependencies: ["AASACommands", "AASACore"]),
+        // The server's own parts: connections driven with no socket, event loops in process with
+        // millisecond timeouts, snapshots, the control thread's watch, ACME's scheduling.
         .testTarget(name: "AASAServerTests", dependencies: ["AASAServer", "AASATransport", "AASASessions", "AASAClient", "AASAHTTP", "AASACore",
-                                                           "CNghttp2", "COpenSSL", "ChildProcess"]),
+                                                           "COpenSSL", "TestCertificates", "TestRandom"]),
         // The monitor's pure parts: the domains file, Google's statements, the state and story.
         .testTarget(name: "AASAMonitorTests", dependencies: ["AASAMonitor", "AASAClient", "AASACore"]),
         // Runs the built `aasa` binary; depending on the target makes `swift test` build it.

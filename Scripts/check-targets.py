@@ -24,6 +24,12 @@ RULES = [
     ("AASAPostgres", "AASAServer", "the PostgreSQL client knows nothing of sites"),
     ("AASAPostgres", "AASACore", "the PostgreSQL client knows nothing of association files"),
     ("AASACommands", "AASAPostgres", "the commands that do not serve need no database"),
+    # The test targets mirror the libraries: a layer's tests build without the layers above it.
+    ("AASASessionsTests", "AASAServer", "the sessions' tests build without the server"),
+    ("AASATransportTests", "AASASessions", "the transport's tests know no HTTP session"),
+    ("AASATransportTests", "AASAServer", "the transport's tests build without the server"),
+    ("AASAClientTests", "AASAServer", "the client's tests build without the server"),
+    ("AASACommandsTests", "AASAServer", "the commands' tests build without the server"),
 ]
 
 

@@ -1,5 +1,6 @@
 import AASAHTTP
 import Foundation
+import TestCertificates
 import Testing
 @testable import AASAServer
 @testable import AASATransport

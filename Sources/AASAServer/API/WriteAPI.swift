@@ -365,7 +365,7 @@ final class WriteAPI: Sendable {
 
     static func json(_ status: HTTPStatus, error: String, request: HTTPRequest,
                      extraFields: [(name: String, value: String)] = []) -> Response {
-        .message(status, AdminResponder.errorJSON(error) + "\n", request: request, site: "", contentType: "application/json",
+        .message(status, ErrorDocument.json(error) + "\n", request: request, site: "", contentType: "application/json",
                  extraFields: [("cache-control", "no-store")] + extraFields)
     }
 

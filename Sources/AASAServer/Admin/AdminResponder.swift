@@ -31,10 +31,10 @@ enum AdminResponder {
         case "/status":
             let snapshot = state.snapshots.load().0
             let json = [(name: String, value: String)](noStore)
-            if let host = Dashboard.query(request.target, "site") {
+            if let host = QueryString.value("site", in: request.target) {
                 // That entry alone.
                 guard let name = SiteName(host), let site = snapshot.index[name] else {
-                    return .message(.notFound, errorJSON("no site \(host)") + "\n", request: request, site: "",
+                    return .message(.notFound, ErrorDocument.json("no site \(host)") + "\n", request: request, site: "",
                                     contentType: "application/json", extraFields: json)
                 }
                 return .message(.ok, status(snapshot, page: ([site], nil), certificatePage: certificatePage(for: site, snapshot),
@@ -44,10 +44,10 @@ enum AdminResponder {
             }
             switch SitePage.parse(target: request.target) {
             case .failure(let error):
-                return .message(.badRequest, errorJSON(error.message) + "\n", request: request, site: "",
+                return .message(.badRequest, ErrorDocument.json(error.message) + "\n", request: request, site: "",
                                 contentType: "application/json", extraFields: json)
             case .success(let page):
-                let certificatesAfter = Dashboard.query(request.target, "certificatesAfter")
+                let certificatesAfter = QueryString.value("certificatesAfter", in: request.target)
                 return .message(.ok, status(snapshot, page: page.select(from: snapshot),
                                             certificatePage: certificatePage(after: certificatesAfter, limit: page.limit, snapshot),
                                             acme: state.acme, watch: state.watch.current(), appleView: state.appleView,
@@ -79,14 +79,6 @@ enum AdminResponder {
         } else {
             w.null()
         }
-    }
-
-    static func errorJSON(_ message: String) -> String {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("error"); w.value(message)
-        w.endObject()
-        return w.output
     }
 
     /// The certificates of one page: at most `limit`, in byte order of name, after a name.

@@ -28,7 +28,7 @@ enum Dashboard {
             // is never sent whole.
             switch SitePage.parse(target: request.target, allowsSearch: true) {
             case .failure(let error):
-                return .message(.badRequest, AdminResponder.errorJSON(error.message), request: request, site: "dashboard",
+                return .message(.badRequest, ErrorDocument.json(error.message), request: request, site: "dashboard",
                                 contentType: "application/json", extraFields: noStore)
             case .success(let page):
                 return .message(.ok, sitesJSON(snapshot, page: page, apple: appleView?.listing()), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
@@ -38,7 +38,7 @@ enum Dashboard {
         case "/entitlements.txt":
             return .message(.ok, entitlementsText(snapshot), request: request, site: "dashboard", extraFields: noStore)
         case "/api/match":
-            let url = query(request.target, "url") ?? ""
+            let url = QueryString.value("url", in: request.target) ?? ""
             return .message(.ok, matchJSON(url, snapshot: snapshot), request: request, site: "dashboard", contentType: "application/json", extraFields: noStore)
         case "/ca.pem":
             guard let der = dev.certificates.caDER() else { return notFound(request) }
@@ -56,19 +56,6 @@ enum Dashboard {
 
     private static func notFound(_ request: HTTPRequest) -> Response {
         .message(.notFound, "not found\n", request: request, site: "dashboard")
-    }
-
-    /// A query parameter of the request target, percent-decoded (`+` as a space, as forms send it).
-    static func query(_ target: String, _ name: String) -> String? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        for pair in target[target.index(after: q)...].split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.first == Substring(name) {
-                let raw = parts.count > 1 ? String(parts[1]).replacingPlus() : ""
-                return URLParts.percentDecoded(raw)
-            }
-        }
-        return nil
     }
 
     // MARK: - API
@@ -477,10 +464,4 @@ enum Dashboard {
     </html>
 
     """#
-}
-
-extension String {
-    func replacingPlus() -> String {
-        String(map { $0 == "+" ? " " : $0 })
-    }
 }

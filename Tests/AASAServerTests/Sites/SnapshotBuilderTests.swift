@@ -1,5 +1,6 @@
 import AASACore
 import Foundation
+import TestCertificates
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,4 @@
 import Testing
-@testable import AASAServer
 @testable import AASASessions
 
 @Suite struct ProtocolSelectorTests {

@@ -1,7 +1,7 @@
 import AASACore
 import Foundation
+import TestCertificates
 import Testing
-@testable import AASAServer
 @testable import AASAClient
 
 @Suite struct ACMEJWSTests {

@@ -1,7 +1,7 @@
 import COpenSSL
 import Glibc
+import TestCertificates
 import Testing
-@testable import AASAServer
 @testable import AASATransport
 
 /// ACME's side of the handshake as the TLS layer sees it: what it was handed.

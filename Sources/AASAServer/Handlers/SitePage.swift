@@ -18,20 +18,20 @@ struct SitePage: Equatable {
     /// the message of a 400 for a value out of range.
     static func parse(target: String, allowsSearch: Bool = false) -> Result<SitePage, PageError> {
         var page = SitePage()
-        page.after = Dashboard.query(target, "after").flatMap { $0.isEmpty ? nil : $0 }
-        if let limit = Dashboard.query(target, "limit") {
+        page.after = QueryString.value("after", in: target).flatMap { $0.isEmpty ? nil : $0 }
+        if let limit = QueryString.value("limit", in: target) {
             guard let n = Int(limit), (1...maximumLimit).contains(n) else {
                 return .failure(PageError(message: "limit must be a whole number from 1 to \(maximumLimit)"))
             }
             page.limit = n
         }
-        if let state = Dashboard.query(target, "state") {
+        if let state = QueryString.value("state", in: target) {
             guard let s = Site.State(rawValue: state) else {
                 return .failure(PageError(message: "state must be serving, rejected or stale"))
             }
             page.state = s
         }
-        if allowsSearch, let search = Dashboard.query(target, "search"), !search.isEmpty {
+        if allowsSearch, let search = QueryString.value("search", in: target), !search.isEmpty {
             page.search = search.lowercased()
         }
         return .success(page)

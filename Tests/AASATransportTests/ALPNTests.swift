@@ -1,7 +1,7 @@
 import COpenSSL
 import Glibc
+import TestCertificates
 import Testing
-@testable import AASAServer
 @testable import AASATransport
 
 /// The server's ALPN choice (the select callback every certificate's context uses), asked as

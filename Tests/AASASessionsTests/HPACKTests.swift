@@ -1,4 +1,5 @@
 import CNghttp2
+import TestRandom
 import Testing
 @testable import AASASessions
 

@@ -1,16 +1,26 @@
 import AASACore
 import AASAHTTP
 import Testing
-@testable import AASAServer
-@testable import AASATransport
 @testable import AASAClient
 
 private let oldFile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/old/*"}]}]}}"#
 private let newFile = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/new/*"}]}]}}"#
 
-private func version(_ json: String) -> ServedVersion {
-    ServedVersion(file: AssociationFile(kind: .aasa, bytes: Array(json.utf8)), lastModified: 1_700_000_000, cacheControl: "public, max-age=3600")
+/// A version of a site's file as the schedule sees it: its bytes, their AASA reading and a
+/// strong validator of its bytes (the server's `ServedVersion` and the monitor's `OriginVersion`
+/// are the real ones).
+private final class FileVersion: CDNReference {
+    let bytes: [UInt8]
+    let etag: String
+    var aasaFile: AASAFile? { AASAFile(bytes: bytes) }
+
+    init(_ json: String) {
+        bytes = Array(json.utf8)
+        etag = "\"" + SHA256Digest.hash(bytes).prefix(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\""
+    }
 }
+
+private func version(_ json: String) -> FileVersion { FileVersion(json) }
 
 private func ok(_ json: String, age: Int? = nil, maxAge: Int? = nil) -> CDNAnswer {
     CDNAnswer(outcome: .response(status: 200, body: Array(json.utf8)), age: age, maxAge: maxAge)
@@ -304,22 +314,5 @@ extension CDNScheduleTests {
         #expect(durationText(milliseconds: 65_000) == "1m05s")
         #expect(durationText(milliseconds: 4_000) == "4s")
         #expect(durationText(milliseconds: 2 * 86_400_000 + 3_600_000) == "2d1h")
-    }
-}
-
-@Suite struct FetchRecordsTests {
-    @Test func appleAndDeviceAgentsAreToldApart() {
-        #expect(FetchRecords.fetcher(userAgent: "AASA-Bot/1.0.0") == .appleCDN)
-        #expect(FetchRecords.fetcher(userAgent: "swcd (unknown version) CFNetwork/1494.0.7 Darwin/23.4.0") == .device)
-        #expect(FetchRecords.fetcher(userAgent: "Mozilla/5.0 CFNetwork/1.0") == .device)
-        #expect(FetchRecords.fetcher(userAgent: "curl/8.5.0") == nil)
-        #expect(FetchRecords.fetcher(userAgent: "my AASA-Bot imitation") == nil, "AASA-Bot only as a prefix")
-    }
-
-    @Test func onlyTheAASAFilesPathsAreRecorded() {
-        #expect(FetchRecords.isAASAPath("/.well-known/apple-app-site-association"))
-        #expect(FetchRecords.isAASAPath("/apple-app-site-association"))
-        #expect(!FetchRecords.isAASAPath("/.well-known/assetlinks.json"))
-        #expect(!FetchRecords.isAASAPath("/.well-known/apple-app-site-associatioN"))
     }
 }

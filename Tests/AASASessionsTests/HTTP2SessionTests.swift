@@ -1,6 +1,5 @@
 import AASAHTTP
 import Testing
-@testable import AASAServer
 @testable import AASASessions
 
 private let enhanceYourCalm: UInt32 = 0xB

@@ -3,7 +3,6 @@ import ChildProcess
 import Foundation
 import Synchronization
 import Testing
-@testable import AASAServer
 @testable import AASASessions
 
 /// `HTTP2Session` over real TCP, answered by a small poll(2) loop standing in for the event

@@ -1,7 +1,6 @@
 import Foundation
 import AASAHTTP
 import Testing
-@testable import AASAServer
 @testable import AASASessions
 
 /// A dispatch that answers every request with its path, and remembers what it saw.

@@ -1,6 +1,5 @@
 import AASAHTTP
 import Testing
-@testable import AASAServer
 @testable import AASASessions
 
 /// The frame layer of ``HTTP2Session`` with hand-made frames (RFC 9113): framing across reads,

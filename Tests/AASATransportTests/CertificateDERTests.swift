@@ -1,9 +1,8 @@
 import COpenSSL
 import Foundation
+import TestCertificates
 import Testing
-@testable import AASAServer
 @testable import AASATransport
-@testable import AASAClient
 
 @Suite struct CertificateDERTests {
     /// The fields read from the DER are those OpenSSL reads, for a CA-issued leaf and for

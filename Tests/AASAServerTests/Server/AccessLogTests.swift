@@ -1,8 +1,9 @@
 import AASACore
 import AASAHTTP
+import TestRandom
 import Testing
 @testable import AASAServer
-@testable import AASATransport
+import AASATransport
 
 /// The access log's lines, byte for byte: exact lines for the usual cases, and the byte writer
 /// against the String-built lines it replaced (kept below as the reference) over many fields
@@ -109,19 +110,6 @@ import Testing
                 if line != expected { return }
             }
         }
-    }
-}
-
-/// Deterministic pseudo-random numbers (SplitMix64), for tests that need many varied inputs.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -3,19 +3,18 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import AASAServer
-@testable import AASATransport
+import AASATransport
 
 /// A config and a certs directory with many sites, each with a certificate of its own
 /// (`siteN.example.net`, self-signed, one shared P-256 key: signing is what costs).
-final class ManySites {
-    let root: String
-    var config: String { root + "/config" }
-    var certs: String { root + "/certs" }
+public final class ManySites {
+    public let root: String
+    public var config: String { root + "/config" }
+    public var certs: String { root + "/certs" }
     private let key: OpaquePointer
     private let keyPEM: [UInt8]
 
-    init() throws {
+    public init() throws {
         root = NSTemporaryDirectory() + "aasa-many-\(getpid())-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: root + "/config", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: root + "/certs", withIntermediateDirectories: true)
@@ -29,30 +28,30 @@ final class ManySites {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    static func host(_ i: Int) -> String { "site\(i).example.net" }
+    public static func host(_ i: Int) -> String { "site\(i).example.net" }
 
     /// Sites `range`, each with its own certificate unless `certificates` is false.
-    func add(_ range: Range<Int>, certificates: Bool = true) throws {
+    public func add(_ range: Range<Int>, certificates: Bool = true) throws {
         for i in range {
             try addSite(ManySites.host(i))
             if certificates { try addCertificate(name: ManySites.host(i), dnsNames: [ManySites.host(i)]) }
         }
     }
 
-    func addSite(_ host: String, path: String = "/") throws {
+    public func addSite(_ host: String, path: String = "/") throws {
         try FileManager.default.createDirectory(atPath: config + "/" + host, withIntermediateDirectories: true)
         try writeSite(host, path: path)
     }
 
     /// Writes the site's file through a temporary file and a rename, as deploy tools do.
-    func writeSite(_ host: String, path: String) throws {
+    public func writeSite(_ host: String, path: String) throws {
         let body = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "\#(path)"}]}]}}"#
         let file = config + "/" + host + "/apple-app-site-association"
         try Data(body.utf8).write(to: URL(fileURLWithPath: file + ".tmp"))
         guard rename(file + ".tmp", file) == 0 else { throw SystemError("rename", errno: errno) }
     }
 
-    func addCertificate(name: String, dnsNames: [String]) throws {
+    public func addCertificate(name: String, dnsNames: [String]) throws {
         guard let cert = X509_new() else { throw TLSError("X509_new") }
         defer { X509_free(cert) }
         X509_set_version(cert, 2)
@@ -97,10 +96,5 @@ final class ManySites {
         let length = aasa_BIO_get_mem_data(bio, &data)
         guard length > 0, let data else { throw TLSError("PEM_write") }
         return Array(UnsafeRawBufferPointer(start: data, count: Int(length)))
-    }
-
-    func builder(work: BuildWork? = nil) -> SnapshotBuilder {
-        SnapshotBuilder(configDirectory: config, certsDirectory: certs, defaultCertificate: nil, cacheControl: "no-cache",
-                        usesTLS: true, log: Log(minimum: .error), work: work)
     }
 }

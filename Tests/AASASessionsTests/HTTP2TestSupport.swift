@@ -1,6 +1,5 @@
 import AASAHTTP
 import CNghttp2
-@testable import AASAServer
 @testable import AASASessions
 
 /// Answers every request with what `answer` builds, and remembers what it was asked.

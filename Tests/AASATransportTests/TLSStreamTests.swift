@@ -1,9 +1,10 @@
+import COpenSSL
 import Foundation
+import TestCertificates
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import AASAServer
 @testable import AASATransport
 
 /// Both ends of a TLS connection are ours: the server's stream with a certificate's context,
@@ -159,5 +160,15 @@ import Glibc
         let reread = try TLSClientContext.shared(caFile: file, verifyPeer: false)
         #expect(reread !== first)
         #expect(try TLSClientContext.shared(caFile: file, verifyPeer: false) === reread)
+    }
+}
+
+extension TLSCertificate {
+    /// The cached context, for a test that makes a stream from it (SSL_new takes its own
+    /// reference; the cache keeps this one while the test runs).
+    var testContext: OpaquePointer {
+        let context = retainedContext(TLSServerSettings(offersHTTP2: false))!
+        SSL_CTX_free(context)
+        return context
     }
 }
