@@ -118,3 +118,17 @@ public enum ByteScan {
         return i < n && test(raw.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)) != 0
     }
 }
+
+/// A set of ASCII bytes as two 64-bit masks: bit `b` of `low` for bytes 0-63, of `high` for
+/// 64-127. No byte over 127 is in it.
+struct ByteSet {
+    let low: UInt64
+    let high: UInt64
+
+    @inline(__always)
+    func contains(_ b: UInt8) -> Bool {
+        if b < 64 { return low >> b & 1 != 0 }
+        if b < 128 { return high >> (b & 63) & 1 != 0 }
+        return false
+    }
+}

@@ -249,8 +249,8 @@ private let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nH
     }
 
     @Test func theH2CPrefaceSplitAtEveryByteStartsHTTP2() {
-        let preface = ProtocolSelector.preface + [0, 0, 0, 4, 0, 0, 0, 0, 0]
-        for split in 1..<ProtocolSelector.preface.count {
+        let preface = Array(ClientPreface.bytes) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
+        for split in 1..<Array(ClientPreface.bytes).count {
             let rig = ConnectionRig(listener: .http, http2: true)
             #expect(rig.arrive(Array(preface[0..<split])) == .wait(events: Epoll.readable, until: 1_000 + HTTP1Configuration().headerTimeout),
                     "split at \(split)")

@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct ProtocolSelectorTests {
     @Test func thePrefaceIsHTTP2OnceWholeAndNeedsMoreUntilThen() {
-        let preface = ProtocolSelector.preface
+        let preface = Array(ClientPreface.bytes)
         for n in 0..<preface.count {
             #expect(ProtocolSelector.decide(preface[0..<n]) == .needMore, "\(n) bytes")
         }

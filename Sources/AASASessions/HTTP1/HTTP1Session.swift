@@ -181,7 +181,7 @@ final package class HTTP1Session: ProtocolSession {
     /// gets HTTP/1.1's 400 or 505.
     static func isBrokenHTTP2Preface(_ opening: UnsafeRawBufferPointer) -> Bool {
         let line = opening.prefix { $0 != 0x0A }
-        if line.starts(with: "PRI * HTTP/2.0".utf8) { return true }
+        if line.starts(with: ClientPreface.requestLine) { return true }
         let http = Array("http/".utf8)
         guard line.count >= http.count else { return true }
         for i in line.startIndex...(line.endIndex - http.count) {

@@ -54,6 +54,8 @@ package enum SettingID {
 package enum ClientPreface {
     static package let text: StaticString = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
     static package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount) }
+    /// Its first line, `PRI * HTTP/2.0`, which an HTTP/1.1 parser reads as a request line.
+    static package var requestLine: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[..<14]) }
 }
 
 /// A connection error (RFC 9113 §5.4.1): the GOAWAY code, and why, for logs and tests.

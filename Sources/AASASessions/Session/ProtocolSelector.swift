@@ -3,7 +3,6 @@
 /// Nearly always decided on the first read: an HTTP/1.1 request does not start with `P`
 /// unless it is a POST, told apart by its second byte. Pure: bytes in, a decision out.
 package enum ProtocolSelector {
-    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     package enum Decision: Equatable {
         /// Every byte so far is the preface's, and it is not whole yet.
@@ -13,11 +12,12 @@ package enum ProtocolSelector {
     }
 
     static package func decide(_ opening: some Collection<UInt8>) -> Decision {
-        var i = preface.startIndex
+        let preface = ClientPreface.bytes
+        var i = 0
         for b in opening {
             guard b == preface[i] else { return .http1 }
             i += 1
-            if i == preface.endIndex { return .http2 }
+            if i == preface.count { return .http2 }
         }
         return .needMore
     }
