@@ -15,12 +15,12 @@ final class RecordingDispatch: RequestDispatch {
         requests.append(request)
         starts.append(startedMicroseconds)
         let text = bodySize > 0 ? String(repeating: "x", count: bodySize) : "path=\(request.path)\n"
-        return .message(.ok, text, request: request, site: "example.com")
+        return .message(.ok, text, request: request)
     }
 
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response {
         refusals.append(error)
-        return .message(error.status, error.reason + "\n", request: nil, site: "unknown")
+        return .message(error.status, error.reason + "\n", request: nil)
     }
 }
 

@@ -43,7 +43,7 @@ private final class H2cTestServer: @unchecked Sendable {
         let clock: LoopClock
         /// Prepared once, as a site's bytes are.
         static let body = siteResponse(size: 20_000, for: HTTPRequest(method: .get, target: "/", path: "/", host: nil, version: .http2, keepAlive: true))
-        let dispatch = FakeDispatch { Response(head: Client.body.head, body: Client.body.body, sendsBody: $0.method != .head, siteLabel: "example.com") }
+        let dispatch = FakeDispatch { Response(head: Client.body.head, body: Client.body.body, sendsBody: $0.method != .head) }
         let session: HTTP2Session
         var output = Output()
 

@@ -79,7 +79,7 @@ private let cancel: UInt32 = 0x8
 
     @Test func twoConcurrentStreamsGetTheirOwnResponses() {
         let server = ServerUnderTest(dispatch: FakeDispatch { request in
-            Response.message(.ok, "you asked for \(request.path)\n", request: request, site: "example.com")
+            Response.message(.ok, "you asked for \(request.path)\n", request: request)
         })
         let client = H2Client()
         let first = client.request(path: "/one")

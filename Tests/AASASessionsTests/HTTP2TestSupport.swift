@@ -8,7 +8,7 @@ final class FakeDispatch: RequestDispatch {
     var refusals: [HTTPError] = []
     var answer: (HTTPRequest) -> Response
 
-    init(answer: @escaping (HTTPRequest) -> Response = { Response.message(.ok, "hello\n", request: $0, site: "example.com") }) {
+    init(answer: @escaping (HTTPRequest) -> Response = { Response.message(.ok, "hello\n", request: $0) }) {
         self.answer = answer
     }
 
@@ -19,7 +19,7 @@ final class FakeDispatch: RequestDispatch {
 
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response {
         refusals.append(error)
-        return Response.message(error.status, error.reason + "\n", request: nil, site: "")
+        return Response.message(error.status, error.reason + "\n", request: nil)
     }
 }
 
@@ -29,7 +29,7 @@ func siteResponse(size: Int, for request: HTTPRequest, status: HTTPStatus = .ok)
     let head = ResponseHead(status: status, fields: [("content-type", "application/json"), ("etag", "\"v1\""),
                                                      ("cache-control", "public, max-age=3600")],
                             contentLength: size)
-    return Response(head: head, body: body, sendsBody: request.method != .head && status != .notModified, siteLabel: "example.com")
+    return Response(head: head, body: body, sendsBody: request.method != .head && status != .notModified)
 }
 
 /// A server session in memory, with a fake clock and dispatch; `read` plays the connection

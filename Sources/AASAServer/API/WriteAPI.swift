@@ -36,12 +36,12 @@ final class WriteAPI: Sendable {
     }
 
     /// Without `--admin-token-file`: the paths exist, and say how to turn them on.
-    static func disabled(_ request: HTTPRequest) -> Response {
+    static func disabled(_ request: HTTPRequest) -> Answer {
         json(.forbidden, error: "the write API is off: start aasa serve with --admin-token-file FILE (one token a line) to turn it on",
              request: request)
     }
 
-    func respond(to request: HTTPRequest) -> Response {
+    func respond(to request: HTTPRequest) -> Answer {
         guard let name = tokens.authorize(request.authorization) else {
             let response = WriteAPI.json(.unauthorized, error: "a valid bearer token is required (Authorization: Bearer TOKEN)",
                                          request: request, extraFields: [("www-authenticate", "Bearer")])
@@ -53,11 +53,11 @@ final class WriteAPI: Sendable {
         return response
     }
 
-    private func count(_ request: HTTPRequest, _ response: Response) {
+    private func count(_ request: HTTPRequest, _ response: Answer) {
         state.metrics.countAPIRequest(method: request.method.text, status: response.status)
     }
 
-    private func route(_ request: HTTPRequest, by token: String) -> Response {
+    private func route(_ request: HTTPRequest, by token: String) -> Answer {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         switch parts.first {
         case "sites":
@@ -103,17 +103,17 @@ final class WriteAPI: Sendable {
     /// The version a stored file is (or would be) served with: its ETag.
     static func etag(_ bytes: [UInt8]) -> String { "\"" + Digest.sha256Hex(bytes).prefix(16) + "\"" }
 
-    private func getFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest) -> Response {
+    private func getFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest) -> Answer {
         let stored: [UInt8]?
         do { stored = try store.file(site, kind) } catch { return storeFailure(error, request: request) }
         guard let stored else { return WriteAPI.json(.notFound, error: "no \(kind.fileName) for \(site)", request: request) }
         let head = ResponseHead(status: .ok, fields: [("content-type", kind.contentType), ("etag", WriteAPI.etag(stored)),
                                                       ("cache-control", "no-store"), ("x-content-type-options", "nosniff")],
                                 contentLength: stored.count)
-        return Response(head: head, body: stored, sendsBody: request.method != .head, siteLabel: "")
+        return Answer(Response(head: head, body: stored, sendsBody: request.method != .head), site: "")
     }
 
-    private func putFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest, by token: String) -> Response {
+    private func putFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest, by token: String) -> Answer {
         if request.hasUnframedBody {
             return WriteAPI.json(.lengthRequired, error: "send the file with Content-Length", request: request)
         }
@@ -128,7 +128,7 @@ final class WriteAPI: Sendable {
                          .message(.unprocessableContent, w.output + "\n", request: request, site: "", contentType: "application/json",
                                   extraFields: [("cache-control", "no-store")]))
         }
-        let response = writing(site, kind, request: request) { (existing: [UInt8]?, scope: inout ReloadScope) throws(StoreError) -> Response in
+        let response = writing(site, kind, request: request) { (existing: [UInt8]?, scope: inout ReloadScope) throws(StoreError) -> Answer in
             scope = try store.putFile(site, kind, request.body)
             let etag = WriteAPI.etag(request.body)
             var w = JSONWriter()
@@ -143,8 +143,8 @@ final class WriteAPI: Sendable {
         return audit(request, site: site, kind: kind, by: token, response)
     }
 
-    private func deleteFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest, by token: String) -> Response {
-        let response = writing(site, kind, request: request) { (existing: [UInt8]?, scope: inout ReloadScope) throws(StoreError) -> Response in
+    private func deleteFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest, by token: String) -> Answer {
+        let response = writing(site, kind, request: request) { (existing: [UInt8]?, scope: inout ReloadScope) throws(StoreError) -> Answer in
             guard existing != nil, let deleted = try store.deleteFile(site, kind) else {
                 return WriteAPI.json(.notFound, error: "no \(kind.fileName) for \(site)", request: request)
             }
@@ -154,8 +154,8 @@ final class WriteAPI: Sendable {
         return audit(request, site: site, kind: kind, by: token, response)
     }
 
-    private func deleteSite(_ site: SiteName, request: HTTPRequest, by token: String) -> Response {
-        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
+    private func deleteSite(_ site: SiteName, request: HTTPRequest, by token: String) -> Answer {
+        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Answer in
             if let ifMatch = request.ifMatch {
                 // Any of the site's files with that version.
                 var versions: [String] = []
@@ -179,8 +179,8 @@ final class WriteAPI: Sendable {
     /// the same lock as the write, so two writers racing on one file get answers that are both
     /// true (docs/platforms.md, "Writing safely").
     private func writing(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest,
-                         _ body: ([UInt8]?, inout ReloadScope) throws(StoreError) -> Response) -> Response {
-        serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
+                         _ body: ([UInt8]?, inout ReloadScope) throws(StoreError) -> Answer) -> Answer {
+        serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Answer in
             let existing = try store.file(site, kind)
             if let ifMatch = request.ifMatch {
                 guard let existing, WriteAPI.matches(ifMatch, WriteAPI.etag(existing)) else {
@@ -202,12 +202,12 @@ final class WriteAPI: Sendable {
     /// Counts the writes (not `Void`: see ``SnapshotPublisher``'s lock).
     private let writes = Locked<Int>(0)
 
-    private func serialWrite(_ request: HTTPRequest, _ body: (inout ReloadScope) throws(StoreError) -> Response) -> Response {
-        let outcome: Result<Response, StoreError> = writes.withLock { count in
+    private func serialWrite(_ request: HTTPRequest, _ body: (inout ReloadScope) throws(StoreError) -> Answer) -> Answer {
+        let outcome: Result<Answer, StoreError> = writes.withLock { count in
             count += 1
             do throws(StoreError) {
                 var scope = ReloadScope()
-                let response = try store.transaction { () throws(StoreError) -> Response in try body(&scope) }
+                let response = try store.transaction { () throws(StoreError) -> Answer in try body(&scope) }
                 if !scope.isEmpty { publisher.reload(scope) }
                 return .success(response)
             } catch {
@@ -220,7 +220,7 @@ final class WriteAPI: Sendable {
         }
     }
 
-    private func storeFailure(_ error: StoreError, request: HTTPRequest) -> Response {
+    private func storeFailure(_ error: StoreError, request: HTTPRequest) -> Answer {
         log.error("api: store: \(error.message)")
         if error.isUnavailable {
             return WriteAPI.json(.serviceUnavailable, error: "the store is unreachable (\(error.message)); this replica keeps serving what it has, and takes writes again once it reconnects", request: request)
@@ -239,7 +239,7 @@ final class WriteAPI: Sendable {
 
     // MARK: - Certificates
 
-    private func getCertificate(_ name: String, request: HTTPRequest) -> Response {
+    private func getCertificate(_ name: String, request: HTTPRequest) -> Answer {
         let chain: String?
         do { chain = try store.certificateChain(name) } catch { return storeFailure(error, request: request) }
         guard let chain else { return WriteAPI.json(.notFound, error: "no certificate \(name)", request: request) }
@@ -262,7 +262,7 @@ final class WriteAPI: Sendable {
         w.key("notAfter"); w.value(HTTPDate.iso8601(milliseconds: Int64(cert.notAfter) * 1000))
     }
 
-    private func putCertificate(_ name: String, request: HTTPRequest, by token: String) -> Response {
+    private func putCertificate(_ name: String, request: HTTPRequest, by token: String) -> Answer {
         let parsed = JSONParser.parse(request.body)
         guard parsed.diagnostics.allSatisfy({ $0.severity != .error }), let value = parsed.value,
               let chain = value["certificate"]?.stringValue, let key = value["key"]?.stringValue else {
@@ -277,7 +277,7 @@ final class WriteAPI: Sendable {
         case .success(let cert):
             checked = cert
         }
-        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
+        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Answer in
             let existing = try store.certificateChain(name)
             if let ifMatch = request.ifMatch {
                 guard let existing, WriteAPI.matches(ifMatch, WriteAPI.etag(Array(existing.utf8))) else {
@@ -299,8 +299,8 @@ final class WriteAPI: Sendable {
         return audit(request, target: "certificate " + name, by: token, response)
     }
 
-    private func deleteCertificate(_ name: String, request: HTTPRequest, by token: String) -> Response {
-        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Response in
+    private func deleteCertificate(_ name: String, request: HTTPRequest, by token: String) -> Answer {
+        let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Answer in
             let existing = try store.certificateChain(name)
             if let ifMatch = request.ifMatch {
                 guard let existing, WriteAPI.matches(ifMatch, WriteAPI.etag(Array(existing.utf8))) else {
@@ -324,12 +324,12 @@ final class WriteAPI: Sendable {
     // MARK: - Answers
 
     /// The audit line of a write (reads are not logged): `api: PUT example.com/FILE by NAME: 201 "ETAG"`.
-    private func audit(_ request: HTTPRequest, site: SiteName, kind: AssociationFileKind, by token: String, _ response: Response) -> Response {
+    private func audit(_ request: HTTPRequest, site: SiteName, kind: AssociationFileKind, by token: String, _ response: Answer) -> Answer {
         audit(request, target: "\(site)/\(kind.fileName)", by: token, response)
     }
 
-    private func audit(_ request: HTTPRequest, target: String, by token: String, _ response: Response) -> Response {
-        let etag = WriteAPI.etagField(of: response.head)
+    private func audit(_ request: HTTPRequest, target: String, by token: String, _ response: Answer) -> Answer {
+        let etag = WriteAPI.etagField(of: response.response.head)
         let message = "api: \(request.method.text) \(target) by \(token): \(response.status)" + (etag.map { " " + $0 } ?? "")
         let level: Log.Level = response.status < 400 ? .info : .warning
         guard log.format == .json else {
@@ -364,18 +364,18 @@ final class WriteAPI: Sendable {
     }
 
     static func json(_ status: HTTPStatus, error: String, request: HTTPRequest,
-                     extraFields: [(name: String, value: String)] = []) -> Response {
+                     extraFields: [(name: String, value: String)] = []) -> Answer {
         .message(status, ErrorDocument.json(error) + "\n", request: request, site: "", contentType: "application/json",
                  extraFields: [("cache-control", "no-store")] + extraFields)
     }
 
-    private static func notAllowed(_ request: HTTPRequest, allow: String) -> Response {
+    private static func notAllowed(_ request: HTTPRequest, allow: String) -> Answer {
         json(.methodNotAllowed, error: "\(request.method.text) is not allowed here: \(allow)", request: request, extraFields: [("allow", allow)])
     }
 
-    private static func noContent(_ request: HTTPRequest) -> Response {
-        Response(head: ResponseHead(status: .noContent, fields: [("cache-control", "no-store")], contentLength: nil),
-                 body: [], sendsBody: false, siteLabel: "")
+    private static func noContent(_ request: HTTPRequest) -> Answer {
+        Answer(Response(head: ResponseHead(status: .noContent, fields: [("cache-control", "no-store")], contentLength: nil),
+                        body: [], sendsBody: false), site: "")
     }
 
     /// `%2A.example.org` → `*.example.org`; any other escape is left as it is (and refused as a host).

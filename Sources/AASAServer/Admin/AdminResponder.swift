@@ -5,7 +5,7 @@ import AASASessions
 
 /// The admin listener (docs/serving.md, "Admin listener"): health, readiness, Prometheus metrics and a JSON status.
 enum AdminResponder {
-    static func respond(to request: HTTPRequest, state: ServerState) -> Response {
+    static func respond(to request: HTTPRequest, state: ServerState) -> Answer {
         let noStore = [(name: "cache-control", value: "no-store")]
         if WriteAPI.handles(request.path) {
             guard let api = state.writeAPI.withLock({ $0 }) else { return WriteAPI.disabled(request) }

@@ -14,7 +14,7 @@ enum Dashboard {
         return snapshot.index.lookup(host) == nil
     }
 
-    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, dev: DevelopmentMode, appleView: AppleView? = nil) -> Response {
+    static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, dev: DevelopmentMode, appleView: AppleView? = nil) -> Answer {
         guard request.method == .get || request.method == .head else {
             return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: "dashboard", extraFields: [("allow", "GET, HEAD")])
         }
@@ -54,7 +54,7 @@ enum Dashboard {
         }
     }
 
-    private static func notFound(_ request: HTTPRequest) -> Response {
+    private static func notFound(_ request: HTTPRequest) -> Answer {
         .message(.notFound, "not found\n", request: request, site: "dashboard")
     }
 

@@ -11,7 +11,7 @@ enum ACMEChallengeHandler {
         request.path.hasPrefix(prefix)
     }
 
-    static func respond(to request: HTTPRequest, challenges: PendingChallenges) -> Response {
+    static func respond(to request: HTTPRequest, challenges: PendingChallenges) -> Answer {
         guard request.method == .get || request.method == .head else {
             return .message(.methodNotAllowed, "only GET and HEAD\n", request: request, site: "acme-challenge", extraFields: [("allow", "GET, HEAD")])
         }

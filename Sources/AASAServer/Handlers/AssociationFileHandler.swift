@@ -37,7 +37,7 @@ enum AssociationFileHandler {
     /// - Parameter dev: development mode, where an unknown host's 404 lists the hosts that are
     ///   configured.
     static func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts,
-                        cache: inout HostCache, dev: Bool = false) -> Response {
+                        cache: inout HostCache, dev: Bool = false) -> Answer {
         let kind = kind(of: request.path)
         let file = RequestedFile(kind)
         guard let host = request.host, let (name, site) = cache.lookup(host, in: snapshot) else {
@@ -64,9 +64,9 @@ enum AssociationFileHandler {
             return .message(.notFound, rejectedMessage(siteFile), request: request, site: label, file: file)
         }
         if served.isNotModified(ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince) {
-            return Response(head: served.notModifiedHead, body: [], sendsBody: false, siteLabel: label, file: file)
+            return Answer(Response(head: served.notModifiedHead, body: [], sendsBody: false), site: label, file: file)
         }
-        return Response(head: served.okHead, body: served.body, sendsBody: request.method != .head, siteLabel: label, file: file)
+        return Answer(Response(head: served.okHead, body: served.body, sendsBody: request.method != .head), site: label, file: file)
     }
 }
 

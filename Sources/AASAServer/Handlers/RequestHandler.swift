@@ -4,7 +4,7 @@ import AASASessions
 
 /// One kind of answer — association files, the admin endpoints, the development dashboard,
 /// ACME's HTTP-01 challenges — the same for HTTP/1.1 and HTTP/2: a request and the facts of its
-/// connection in, a ``Response`` out. Each listener has a chain of them, built at start
+/// connection in, an ``Answer`` out. Each listener has a chain of them, built at start
 /// (``HandlerChain``); the first that ``handles(_:snapshot:)`` a request answers it, and the
 /// one dispatcher, ``LoopContext/respond(to:connection:cache:startedMicroseconds:)``, records
 /// the answer as ``recording`` says. Handlers are classes, made once per loop.
@@ -17,16 +17,16 @@ protocol RequestHandler: AnyObject {
 
     /// - Parameter cache: the connection's last Host and its site (HTTP/1.1 keep-alive asks
     ///   the same host again and again).
-    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Answer
 
     /// Called after the answer was recorded; `fetcher` is who the access log took the client
     /// for (Apple's CDN, a device), when it was logged.
-    func answered(_ request: HTTPRequest, with response: Response, connection: ConnectionFacts, fetcher: StaticString?,
+    func answered(_ request: HTTPRequest, with response: Answer, connection: ConnectionFacts, fetcher: StaticString?,
                   snapshot: SiteSnapshot)
 }
 
 extension RequestHandler {
-    func answered(_ request: HTTPRequest, with response: Response, connection: ConnectionFacts, fetcher: StaticString?,
+    func answered(_ request: HTTPRequest, with response: Answer, connection: ConnectionFacts, fetcher: StaticString?,
                   snapshot: SiteSnapshot) {}
 }
 
@@ -69,7 +69,7 @@ final class AdminHandler: RequestHandler {
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { true }
 
-    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Answer {
         AdminResponder.respond(to: request, state: state)
     }
 }
@@ -86,7 +86,7 @@ final class DashboardHandler: RequestHandler {
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { Dashboard.handles(request, snapshot: snapshot) }
 
-    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Answer {
         Dashboard.respond(to: request, snapshot: snapshot, dev: dev, appleView: appleView)
     }
 }
@@ -99,7 +99,7 @@ final class ChallengeHandler: RequestHandler {
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { ACMEChallengeHandler.handles(request) }
 
-    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Answer {
         ACMEChallengeHandler.respond(to: request, challenges: challenges)
     }
 }
@@ -117,11 +117,11 @@ final class AssociationFiles: RequestHandler {
 
     func handles(_ request: HTTPRequest, snapshot: SiteSnapshot) -> Bool { true }
 
-    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Response {
+    func respond(to request: HTTPRequest, snapshot: SiteSnapshot, connection: ConnectionFacts, cache: inout HostCache) -> Answer {
         AssociationFileHandler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache, dev: development != nil)
     }
 
-    func answered(_ request: HTTPRequest, with response: Response, connection: ConnectionFacts, fetcher: StaticString?,
+    func answered(_ request: HTTPRequest, with response: Answer, connection: ConnectionFacts, fetcher: StaticString?,
                   snapshot: SiteSnapshot) {
         if let development, AssociationFileHandler.isAssociationPath(request.path) {
             development.fetches.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, host: request.host ?? "",
@@ -129,9 +129,9 @@ final class AssociationFiles: RequestHandler {
         }
         // Apple's CDN or a device fetching the AASA file: the access log has read the agent
         // already; any other request pays one test of nil.
-        if let fetcher, FetchRecords.isAASAPath(request.path), response.siteLabel != "unknown",
+        if let fetcher, FetchRecords.isAASAPath(request.path), response.site != "unknown",
            request.method == .get || request.method == .head {
-            appleView.fetches.record(FetchRecords.fetcher(fetcher), site: response.siteLabel, host: request.host ?? "",
+            appleView.fetches.record(FetchRecords.fetcher(fetcher), site: response.site, host: request.host ?? "",
                                      status: response.status, client: connection.client, snapshot: snapshot)
         }
     }

@@ -84,22 +84,22 @@ final class LoopContext {
     @inline(__always)
     private func dispatch<H: RequestHandler>(_ handler: H, _ request: HTTPRequest, _ connection: ConnectionFacts,
                                              _ cache: inout HostCache, _ startedMicroseconds: Int64) -> Response {
-        let response = handler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
+        let answer = handler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
         var fetcher: StaticString?
         switch handler.recording {
-        case .logged: fetcher = record(response, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
-        case .counted: counters.count(site: response.siteLabel, file: response.file, status: response.status)
-        case .unrecorded: return response
+        case .logged: fetcher = record(answer, request: request, connection: connection, startedMicroseconds: startedMicroseconds)
+        case .counted: counters.count(site: answer.site, file: answer.file, status: answer.status)
+        case .unrecorded: return answer.response
         }
-        handler.answered(request, with: response, connection: connection, fetcher: fetcher, snapshot: snapshot)
-        return response
+        handler.answered(request, with: answer, connection: connection, fetcher: fetcher, snapshot: snapshot)
+        return answer.response
     }
 
     /// The answer to a request refused before any handler saw it (malformed, too large, too slow).
     func refuse(_ error: HTTPError, connection: ConnectionFacts, startedMicroseconds: Int64) -> Response {
-        let response = Response.message(error.status, error.reason + "\n", request: nil, site: "unknown")
+        let response = Response.message(error.status, error.reason + "\n", request: nil)
         if connection.listener != .admin {
-            counters.count(site: response.siteLabel, file: response.file, status: response.status)
+            counters.count(site: "unknown", file: .other, status: response.status)
             accessLog.appendRefused(timeMilliseconds: wallClockMilliseconds(), client: connection.client, status: response.status,
                                     bytes: response.bodyBytes, durationMicroseconds: duration(since: startedMicroseconds))
         }
@@ -107,10 +107,10 @@ final class LoopContext {
     }
 
     /// Counts and logs a response; returns who fetched, as the access log tells from the agent.
-    private func record(_ response: Response, request: HTTPRequest, connection: ConnectionFacts, startedMicroseconds: Int64) -> StaticString? {
-        counters.count(site: response.siteLabel, file: response.file, status: response.status)
+    private func record(_ answer: Answer, request: HTTPRequest, connection: ConnectionFacts, startedMicroseconds: Int64) -> StaticString? {
+        counters.count(site: answer.site, file: answer.file, status: answer.status)
         return accessLog.append(timeMilliseconds: wallClockMilliseconds(), client: connection.client, request: request,
-                                status: response.status, bytes: response.bodyBytes,
+                                status: answer.status, bytes: answer.response.bodyBytes,
                                 durationMicroseconds: duration(since: startedMicroseconds))
     }
 

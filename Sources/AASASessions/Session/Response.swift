@@ -1,4 +1,3 @@
-import AASACore
 import AASAHTTP
 
 /// A response's status and headers, prepared once (per site version for the association
@@ -53,26 +52,19 @@ public final class ResponseHead: Sendable {
     }
 }
 
-/// What a handler answers: a prepared head and the body by reference. The body array's
+/// A response a session writes: a prepared head and the body by reference. The body array's
 /// storage is shared with the site's prepared bytes; nothing here copies it.
 package struct Response {
     package let head: ResponseHead
     package let body: [UInt8]
     /// False for `HEAD` and for statuses without content: the head only.
     package let sendsBody: Bool
-    /// The site's name, or "unknown" when the host is not configured (a fixed label set keeps
-    /// the metrics' cardinality bounded whatever hosts clients send); "" for admin requests.
-    package let siteLabel: String
-    /// The file the request asked for, the metrics' `file` label.
-    package var file: RequestedFile = .other
 
     @inlinable
-    package init(head: ResponseHead, body: [UInt8], sendsBody: Bool, siteLabel: String, file: RequestedFile = .other) {
+    package init(head: ResponseHead, body: [UInt8], sendsBody: Bool) {
         self.head = head
         self.body = body
         self.sendsBody = sendsBody
-        self.siteLabel = siteLabel
-        self.file = file
     }
 
     @inlinable package var status: Int { head.status.rawValue }
@@ -80,45 +72,13 @@ package struct Response {
     @inlinable package var bodyBytes: Int { sendsBody ? body.count : 0 }
 
     /// A message made for this request (`text/plain` unless told otherwise).
-    static package func message(_ status: HTTPStatus, _ text: String, request: HTTPRequest?, site: String,
-                        file: RequestedFile = .other, contentType: String = "text/plain; charset=utf-8",
-                        extraFields: [(name: String, value: String)] = []) -> Response {
+    static package func message(_ status: HTTPStatus, _ text: String, request: HTTPRequest?,
+                                contentType: String = "text/plain; charset=utf-8",
+                                extraFields: [(name: String, value: String)] = []) -> Response {
         let body = Array(text.utf8)
         let head = ResponseHead(status: status,
                                 fields: [("content-type", contentType)] + extraFields + [("x-content-type-options", "nosniff")],
                                 contentLength: body.count)
-        return Response(head: head, body: body, sendsBody: request?.method != .head, siteLabel: site, file: file)
-    }
-}
-
-/// The file a request asked for, as `/metrics` names it: one of the association files, or
-/// `other` for any other path (a fixed label set, whatever paths clients send). A small integer,
-/// so counting a request indexes an array instead of building a label.
-package enum RequestedFile: Int, CaseIterable, Sendable {
-    case aasa
-    case assetLinks
-    case merchantID
-    case webAuthn
-    case other
-
-    package init(_ kind: AssociationFileKind?) {
-        switch kind {
-        case .aasa: self = .aasa
-        case .assetLinks: self = .assetLinks
-        case .merchantID: self = .merchantID
-        case .webAuthn: self = .webAuthn
-        case nil: self = .other
-        }
-    }
-
-    /// The `file` label: the association file's name (`apple-app-site-association`, …) or `other`.
-    package var label: String {
-        switch self {
-        case .aasa: return AssociationFileKind.aasa.fileName
-        case .assetLinks: return AssociationFileKind.assetLinks.fileName
-        case .merchantID: return AssociationFileKind.merchantID.fileName
-        case .webAuthn: return AssociationFileKind.webAuthn.fileName
-        case .other: return "other"
-        }
+        return Response(head: head, body: body, sendsBody: request?.method != .head)
     }
 }
