@@ -60,3 +60,9 @@ enum RequestedFile: Int, CaseIterable, Sendable {
         }
     }
 }
+
+extension InternedTargets {
+    /// The paths the association files are served at (``AssociationFileKind/servedPaths``),
+    /// handed to every session: a request for one of them makes no String.
+    static let associationFiles = InternedTargets(AssociationFileKind.servedPaths.map(\.path))
+}

@@ -22,11 +22,11 @@ public struct ServerConfiguration: Sendable {
     public var shutdownGraceSeconds = 10
     /// Settings of each layer, each handed to the layer that reads it.
     public var transport = TransportConfiguration()
-    public var http1 = HTTP1Configuration()
+    public var http1 = HTTP1Configuration(targets: .associationFiles)
     /// HTTP/2 (docs/serving.md, "HTTP/2"): ALPN `h2` on every certificate and the h2c preface on `--http`
     /// listeners. Off: HTTP/1.1 only.
     public var http2Enabled = true
-    var http2 = HTTP2Configuration()
+    var http2 = HTTP2Configuration(targets: .associationFiles)
     /// Development mode: certificates made and renewed in `certsDirectory`, guidance at start,
     /// the dashboard on the HTTP listener.
     public var dev = false

@@ -1,4 +1,3 @@
-import AASACore
 import AASAHTTP
 
 /// HTTP/1.1 settings (docs/serving.md, "HTTP/1.1 and limits"), handed to every ``HTTP1Session``.
@@ -6,8 +5,8 @@ import AASAHTTP
 public struct HTTP1Configuration: Sendable {
     /// Request line and header section limits, checked as bytes arrive.
     public var limits = HTTPLimits()
-    /// The paths the server serves files at: a request for one of them makes no String.
-    public var targets = InternedTargets.associationFiles
+    /// The paths the server serves often: a request for one of them makes no String.
+    public var targets = InternedTargets([])
     /// A request head not complete this long after its first byte is answered with 408. The
     /// same time bounds how long a new connection may take to send its first byte.
     public var headerTimeout: Int64 = 10_000
@@ -23,7 +22,7 @@ public struct HTTP1Configuration: Sendable {
     /// write API, docs/platforms.md), up to `limits.maxBody`; otherwise they are read and discarded.
     public var keepsBodies = false
 
-    public init() {}
+    public init(targets: InternedTargets = InternedTargets([])) { self.targets = targets }
 
     /// The admin listener's: these settings with bodies kept, up to 1 MiB (a file written
     /// through the API).
@@ -33,9 +32,4 @@ public struct HTTP1Configuration: Sendable {
         c.limits.maxBody = 1024 * 1024
         return c
     }
-}
-
-extension InternedTargets {
-    /// ``AssociationFileKind/servedPaths``, shared by every session.
-    public static let associationFiles = InternedTargets(AssociationFileKind.servedPaths.map(\.path))
 }

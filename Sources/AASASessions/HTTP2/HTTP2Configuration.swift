@@ -38,8 +38,8 @@ package struct HTTP2Configuration: Sendable {
     /// (Below 256 KiB, the size above which ``Output`` gives its buffer back, so a large download
     /// does not reallocate it.)
     var outputHighWaterMark = 224 * 1024
-    /// The paths the server serves files at: a request for one of them makes no String.
-    var targets = InternedTargets.associationFiles
+    /// The paths the server serves often: a request for one of them makes no String.
+    var targets = InternedTargets([])
 
     /// RST_STREAM frames from the client: the rapid-reset attack (CVE-2023-44487) opens and
     /// cancels streams to make the server start work the client never waits for.
@@ -54,7 +54,7 @@ package struct HTTP2Configuration: Sendable {
     /// HEADERS or CONTINUATION with an empty fragment (CVE-2019-9518).
     var emptyFrameLimit = FloodLimit(burst: 20, perSecond: 5)
 
-    package init() {}
+    package init(targets: InternedTargets = InternedTargets([])) { self.targets = targets }
 }
 
 /// A token bucket's shape: `burst` frames at once, refilled at `perSecond`. Beyond it the
