@@ -285,7 +285,7 @@ final class EventLoop {
             }
             for l in listeners where l.kind != .admin { Epoll.remove(epfd, l.fd) }
             listenersActive = false
-            state.loopsReleasedListeners.add(1, ordering: .releasing)
+            state.releaseListeners()
             for case let c? in connections where c.facts.listener != .admin {
                 apply(c, c.handle(.drain))
             }

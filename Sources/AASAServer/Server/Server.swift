@@ -209,6 +209,7 @@ public final class Server {
 
         // Each loop is handed to its thread as it is made, and from then on touched by that
         // thread only; this thread keeps its wake-up descriptor, to signal the drain.
+        state.clientListeners.withLock { $0 = listeners.filter { $0.kind != .admin }.map(\.fd) }
         var wakers: [EventFD] = []
         var threads: [pthread_t] = []
         for i in 0..<(workers + (adminLoop ? 1 : 0)) {
@@ -262,14 +263,14 @@ public final class Server {
         // that a reader that keeps up gets the last lines even with --shutdown-grace 0).
         let graceEnd = monotonicMilliseconds() + Int64(configuration.shutdownGraceSeconds) * 1000
         for waker in wakers { waker.signal() }
-        // Close the client listeners as soon as no loop watches them: a balancer's next
-        // connection is refused at once and goes to another replica, instead of waiting in
-        // the backlog of a process that will not accept it.
+        // The last loop to stop watching the client listeners closes them (so a balancer's
+        // next connection is refused at once and goes to another replica, instead of waiting
+        // in the backlog of a process that will not accept it); after 2 s, this thread does.
         let released = monotonicMilliseconds()
         while state.loopsReleasedListeners.load(ordering: .acquiring) < threads.count, monotonicMilliseconds() - released < 2000 {
             usleep(1000)
         }
-        for l in listeners where l.kind != .admin { close(l.fd) }
+        state.closeClientListeners()
         // Logged once new connections are refused, which is what a reader of the line expects.
         log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
         for t in threads { pthread_join(t, nil) }

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import AASATransport
 
 /// What the loops, the control thread and the admin endpoints share.
@@ -12,6 +15,11 @@ final class ServerState: Sendable {
     /// Loops that have stopped watching the client listeners after draining began; once all
     /// have, the listening sockets are closed so new connections are refused at once.
     let loopsReleasedListeners = Atomic<Int>(0)
+    /// The event loops, all of which release the listeners when draining.
+    let loops: Int
+    /// The client listeners' descriptors, set before the loops start; closed once, by
+    /// ``releaseListeners()`` or ``closeClientListeners()``.
+    let clientListeners = Locked<[Int32]?>(nil)
     /// Open connections per client address, for the per-client limit (touched once when a
     /// connection's address is known and once when it closes, never per request).
     /// A pthread mutex (``Locked``), not `Synchronization.Mutex`, which ThreadSanitizer cannot
@@ -72,6 +80,28 @@ final class ServerState: Sendable {
         let labels = SiteLabels(capacity: metricsSites)
         metrics = Metrics(labels: labels)
         loopCounters = (0..<loops).map { _ in LoopCounters(labels: labels) }
+        self.loops = loops
         self.maxConnections = maxConnections
+    }
+}
+
+extension ServerState {
+    /// A loop stopped watching the client listeners (it took in what the kernel had queued).
+    /// The last one closes them at once: a connection that reached the backlog after its sweep
+    /// would be reset, where one refused goes to another replica (a balancer retries a refused
+    /// connection, not one reset after it was established). Returns the loops released so far.
+    @discardableResult
+    func releaseListeners() -> Int {
+        let released = loopsReleasedListeners.add(1, ordering: .acquiringAndReleasing).newValue
+        if released == loops { closeClientListeners() }
+        return released
+    }
+
+    /// Closes the client listeners, once whoever asks.
+    func closeClientListeners() {
+        clientListeners.withLock { fds in
+            for fd in fds ?? [] { close(fd) }
+            fds = []
+        }
     }
 }
