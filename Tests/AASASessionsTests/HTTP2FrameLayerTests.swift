@@ -268,7 +268,7 @@ import Testing
         let server = ServerUnderTest()
         server.receive(Wire.clientStart + frames)
         #expect(goAwayCode(server) == code, "\(what)")
-        #expect(server.session.isClosing && !server.session.wantsInput, "\(what)")
+        #expect(server.session.isClosing && !server.session.wantsInput(server.output), "\(what)")
     }
 
     @Test func theClientsFirstFrameMustBeSettings() {

@@ -62,7 +62,7 @@ private final class H2cTestServer: @unchecked Sendable {
             var polls = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
             for client in clients.values {
                 var events: Int16 = 0
-                if client.session.wantsInput { events |= Int16(POLLIN) }
+                if client.session.wantsInput(client.output) { events |= Int16(POLLIN) }
                 if !client.output.isEmpty { events |= Int16(POLLOUT) }
                 polls.append(pollfd(fd: client.fd, events: events, revents: 0))
             }

@@ -24,7 +24,7 @@ private let cancel: UInt32 = 0x8
         #expect(values[0x6] == UInt32(16 * 1024))  // MAX_HEADER_LIST_SIZE
         #expect(values[0x4] == UInt32(65_535))  // INITIAL_WINDOW_SIZE
         #expect(frames.contains { $0.type == Frame.settings && $0.flags == Frame.ack })
-        #expect(!server.session.isClosing && server.session.wantsInput)
+        #expect(!server.session.isClosing && server.session.wantsInput(server.output))
     }
 
     @Test func aGetIsAnsweredWithThePreparedFieldsAndTheExactBody() {
@@ -186,7 +186,7 @@ private let cancel: UInt32 = 0x8
         server.receive(bytes)
         let frames = Frame.parse(server.read())
         #expect(frames.last?.type == Frame.goAway && frames.last?.errorCode == enhanceYourCalm)
-        #expect(server.session.isClosing && !server.session.wantsInput)
+        #expect(server.session.isClosing && !server.session.wantsInput(server.output))
         #expect(server.dispatch.requests.isEmpty)
     }
 
@@ -378,7 +378,7 @@ private let cancel: UInt32 = 0x8
         #expect(dispatch.requests.count == 50)
         // One frame may cross the mark: the check is made before each frame is produced.
         #expect(server.output.pending <= mark + 16 * 1024 + 9)
-        #expect(!server.session.wantsInput)
+        #expect(!server.session.wantsInput(server.output))
         // Reading it all delivers every body whole.
         var received: [UInt32: Int] = [:]
         var reads = 0
@@ -391,7 +391,7 @@ private let cancel: UInt32 = 0x8
         }
         #expect(reads > 10)
         #expect(received.count == 50 && received.values.allSatisfy { $0 == 100 * 1024 })
-        #expect(server.session.wantsInput && server.session.isIdle)
+        #expect(server.session.wantsInput(server.output) && server.session.isIdle)
     }
 
     // MARK: - Timeouts and shutdown
@@ -534,7 +534,7 @@ private let cancel: UInt32 = 0x8
         let server = ServerUnderTest(dispatch: FakeDispatch { siteResponse(size: 1000, for: $0) })
         server.receive(Wire.clientStart + Wire.get(stream: 1))
         server.session.peerClosed(output: &server.output)
-        #expect(!server.session.wantsInput)
+        #expect(!server.session.wantsInput(server.output))
         let frames = Frame.parse(server.read())
         #expect(frames.contains { $0.type == Frame.data && $0.stream == 1 && $0.flags & Frame.endStream != 0 })
         #expect(server.session.isClosing)

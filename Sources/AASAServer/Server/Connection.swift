@@ -410,10 +410,10 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     /// Nothing left to send: not in the output, not inside TLS.
     private var allSent: Bool { output.isEmpty && !io.hasPendingOutput }
 
-    /// Whether to read now: the session wants input and the output is not backed up.
+    /// Whether to read now: the session says, by its own high-water mark.
     private var acceptsInput: Bool {
         guard let session else { return false }
-        return session.wantsInput && output.body == nil && output.pending < loop.http1.outputHighWater
+        return session.wantsInput(output)
     }
 
     /// Reads what is available and lets the session answer it. Returns false when the

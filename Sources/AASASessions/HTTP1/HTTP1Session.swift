@@ -87,7 +87,10 @@ final package class HTTP1Session: ProtocolSession {
         if isIdle, requestsServed > 0 { isClosing = true }
     }
 
-    package var wantsInput: Bool { !isClosing }
+    /// Not while a large body is written from its prepared bytes, nor past the high-water mark.
+    package func wantsInput(_ output: Output) -> Bool {
+        !isClosing && output.body == nil && output.pending < configuration.outputHighWater
+    }
 
     /// No lingering when the client asked to close and nothing it sent is unread: our close
     /// cannot then reset the response in flight.

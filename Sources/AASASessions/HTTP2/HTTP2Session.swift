@@ -128,7 +128,9 @@ final package class HTTP2Session: ProtocolSession {
         produce(&output)
     }
 
-    package var wantsInput: Bool { !isTerminated && !peerHasClosed && !scheduler.isBackedUp && !isFinished }
+    package func wantsInput(_ output: Output) -> Bool {
+        !isTerminated && !peerHasClosed && !scheduler.isBackedUp && !isFinished && output.pending < configuration.outputHighWaterMark
+    }
 
     package var isClosing: Bool { isTerminated || (!scheduler.isBackedUp && (peerHasClosed || isFinished)) }
 

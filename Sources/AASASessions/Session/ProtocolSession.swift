@@ -18,9 +18,9 @@ package protocol ProtocolSession: AnyObject {
     /// Graceful stop: take no new request, finish those in flight (HTTP/2: GOAWAY).
     func drain(output: inout Output)
 
-    /// Whether the connection should read more now (false while output is backed up, or
-    /// after the session decided to close).
-    var wantsInput: Bool { get }
+    /// Whether the connection should read more now, with `output` unwritten: false while that
+    /// is at the session's own high-water mark, or after the session decided to close.
+    func wantsInput(_ output: Output) -> Bool
     /// True when the connection must close once `output` is written.
     var isClosing: Bool { get }
     /// Whether to read and discard until the peer closes after the last byte is written
