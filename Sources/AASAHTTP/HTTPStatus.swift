@@ -10,6 +10,7 @@ public enum HTTPStatus: Int, Sendable, CaseIterable {
     case notFound = 404
     case methodNotAllowed = 405
     case requestTimeout = 408
+    case conflict = 409
     case lengthRequired = 411
     case preconditionFailed = 412
     case payloadTooLarge = 413
@@ -39,6 +40,7 @@ public enum HTTPStatus: Int, Sendable, CaseIterable {
         case .notFound: return "Not Found"
         case .methodNotAllowed: return "Method Not Allowed"
         case .requestTimeout: return "Request Timeout"
+        case .conflict: return "Conflict"
         case .payloadTooLarge: return "Content Too Large"
         case .uriTooLong: return "URI Too Long"
         case .misdirectedRequest: return "Misdirected Request"

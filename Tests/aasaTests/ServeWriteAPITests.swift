@@ -305,6 +305,56 @@ final class Guarded<Value>: @unchecked Sendable {
         #expect(RawHTTP.status(try ServeWriteAPITests.call(server, "DELETE", "/certificates/api")) == 404)
     }
 
+    /// The SHA-256 fingerprint of the first certificate in `pem`, or of what a handshake with
+    /// SNI `host` is given.
+    static func fingerprint(pem: String) throws -> String {
+        try Shell.run("/bin/bash", ["-c", "openssl x509 -noout -fingerprint -sha256"], input: pem).stdout
+    }
+
+    static func folder(_ name: String, in dir: TemporaryDirectory) throws -> URL {
+        let url = dir.url.appendingPathComponent(name, isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func presentedFingerprint(_ server: ServerProcess, _ host: String) throws -> String {
+        try Shell.run("/bin/bash", ["-c", "openssl s_client -connect 127.0.0.1:\(server.https) -servername \(host) </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"]).stdout
+    }
+
+    @Test func aCertificatePutOverACMEsPairIsServedAndOverSomeoneElsesIsRefused() throws {
+        let server = try ServeWriteAPITests.server()
+        let dir = try TemporaryDirectory()
+        let certs = server.certs.path
+        // ACME's pair for `api`, in certbot's layout with ACME's mark, served first.
+        let acme = try Self.leaf("api.example.com", in: try Self.folder("acme", in: dir))
+        try FileManager.default.createDirectory(atPath: certs + "/api", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: certs + "/acme/certificates", withIntermediateDirectories: true)
+        try acme.key.write(toFile: certs + "/api/privkey.pem", atomically: true, encoding: .utf8)
+        try acme.chain.write(toFile: certs + "/api/fullchain.pem", atomically: true, encoding: .utf8)
+        try "{}\n".write(toFile: certs + "/acme/certificates/api.json", atomically: true, encoding: .utf8)
+        let acmePrint = try Self.fingerprint(pem: acme.chain)
+        #expect(ServerProcess.waitFor(timeout: 10) { try Self.presentedFingerprint(server, "api.example.com") == acmePrint })
+        // The platform's pair replaces it: served, and ACME's files and mark are gone.
+        let platform = try Self.leaf("api.example.com", in: try Self.folder("platform", in: dir))
+        let r = try ServeWriteAPITests.call(server, "PUT", "/certificates/api", body: try Self.body(chain: platform.chain, key: platform.key))
+        #expect(RawHTTP.status(r) == 201, "\(r)")
+        let platformPrint = try Self.fingerprint(pem: platform.chain)
+        #expect(platformPrint != acmePrint)
+        #expect(ServerProcess.waitFor(timeout: 10) { try Self.presentedFingerprint(server, "api.example.com") == platformPrint })
+        for gone in ["/api/fullchain.pem", "/api/privkey.pem", "/acme/certificates/api.json"] {
+            #expect(!FileManager.default.fileExists(atPath: certs + gone), "\(gone)")
+        }
+        // Someone else's certbot pair for `other`: a write would not be served, so it is refused.
+        let other = try Self.leaf("other.example.com", in: try Self.folder("other", in: dir))
+        try FileManager.default.createDirectory(atPath: certs + "/other", withIntermediateDirectories: true)
+        try other.key.write(toFile: certs + "/other/privkey.pem", atomically: true, encoding: .utf8)
+        try other.chain.write(toFile: certs + "/other/fullchain.pem", atomically: true, encoding: .utf8)
+        let refused = try ServeWriteAPITests.call(server, "PUT", "/certificates/other", body: try Self.body(chain: platform.chain, key: platform.key))
+        #expect(RawHTTP.status(refused) == 409, "\(refused)")
+        #expect(refused.contains("other/fullchain.pem"))
+        #expect(!FileManager.default.fileExists(atPath: certs + "/other/tls.crt"))
+    }
+
     @Test func aCertificateThatWouldNotServeIsRefusedSayingWhy() throws {
         let server = try ServeWriteAPITests.server()
         let dir = try TemporaryDirectory()

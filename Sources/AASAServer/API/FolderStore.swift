@@ -69,11 +69,27 @@ struct FolderStore: SiteStore {
     func putCertificate(_ name: String, chain: String, key: String) throws(StoreError) -> ReloadScope {
         guard let certs = certsDirectory else { throw StoreError(message: "no --certs folder to write certificates to") }
         let folder = certs + "/" + name
+        // certbot's layout in the same folder is read first (docs/serving.md, "Certificates"):
+        // ACME's own pair gives way to the platform's, as it does in the PostgreSQL store;
+        // anyone else's would be served instead of what is written, so the write is refused.
+        let certbotPair = DirectoryListing.isFile(folder + "/fullchain.pem")
+        let isACME = certbotPair && DirectoryListing.isFile(ACMEFolderStore.markerPath(certsDirectory: certs, name: name))
+        if certbotPair && !isACME {
+            throw StoreError(message: "\(name)/fullchain.pem (certbot's layout) is in --certs and would be served instead; remove it first",
+                             isConflict: true)
+        }
         try FolderStore.makeFolder(folder, in: certs, durable: durable)
         // The key first: the loader reads the pair once the chain appears beside it, and a
         // key that does not match the old chain fails that read only until the chain follows.
         try FolderStore.writeDurably(Array(key.utf8), to: FolderStore.keyFile, in: folder, mode: 0o600, durable: durable)
         try FolderStore.writeDurably(Array(chain.utf8), to: FolderStore.chainFile, in: folder, mode: 0o644, durable: durable)
+        if isACME {
+            // The mark first, so ACME never takes the platform's pair for its own; then its
+            // chain, after which the loader finds the new pair.
+            _ = try FolderStore.remove(name + ".json", in: certs + "/acme/certificates")
+            _ = try FolderStore.remove("fullchain.pem", in: folder)
+            _ = try FolderStore.remove("privkey.pem", in: folder)
+        }
         return ReloadScope(certificates: [name])
     }
 

@@ -32,4 +32,6 @@ struct StoreError: Error, Sendable {
     var isFull = false
     /// The store cannot be reached (PostgreSQL away): 503, try again.
     var isUnavailable = false
+    /// What is there would be served instead of what was written: 409, nothing written.
+    var isConflict = false
 }

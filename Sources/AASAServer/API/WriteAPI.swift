@@ -222,6 +222,9 @@ final class WriteAPI: Sendable {
 
     private func storeFailure(_ error: StoreError, request: HTTPRequest) -> Answer {
         log.error("api: store: \(error.message)")
+        if error.isConflict {
+            return WriteAPI.json(.conflict, error: error.message, request: request)
+        }
         if error.isUnavailable {
             return WriteAPI.json(.serviceUnavailable, error: "the store is unreachable (\(error.message)); this replica keeps serving what it has, and takes writes again once it reconnects", request: request)
         }
