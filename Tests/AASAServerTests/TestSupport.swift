@@ -123,12 +123,10 @@ struct TestClient {
     func close() { Glibc.close(fd) }
 }
 
-extension TLSCertificate {
-    /// The cached context, for a test that makes a stream from it (SSL_new takes its own
-    /// reference; the cache keeps this one while the test runs).
-    var testContext: OpaquePointer {
-        let context = retainedContext(TLSServerSettings(offersHTTP2: false))!
-        SSL_CTX_free(context)
-        return context
+extension TLSStream {
+    /// The server's end of a test connection serving `certificate` whatever the name, ALPN
+    /// `http/1.1` only.
+    static func testServer(_ certificate: TLSCertificate, fd: Int32) throws -> TLSStream {
+        try TLSStream(server: TLSServerSettings(offersHTTP2: false), certificates: CertificateStore(certificates: [certificate], defaultName: certificate.name), fd: fd)
     }
 }
