@@ -83,7 +83,7 @@ public final class TLSCertificate: @unchecked Sendable {
     /// OpenSSL cannot read them (``TLSKeyPair``).
     func keyPair(_ cache: TLSKeyPairCache) -> TLSKeyPair? {
         if let pair = parsed.withLock({ $0 }) { return pair }
-        guard let made = TLSKeyPair(certificatesDER: certificatesDER, keyDER: keyDER, keyType: keyType, decoders: cache.decoders) else {
+        guard let made = TLSKeyPair(certificatesDER: certificatesDER, keyDER: keyDER, keyType: keyType, cache: cache) else {
             return nil
         }
         let (pair, isNew) = parsed.withLock { slot -> (TLSKeyPair, Bool) in

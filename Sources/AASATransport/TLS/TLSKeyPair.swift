@@ -16,9 +16,9 @@ final class TLSKeyPair: @unchecked Sendable {
 
     /// Nil when OpenSSL does not read what the certificate's load already read once (memory
     /// exhausted): the handshake then fails, as a context that could not be made did.
-    init?(certificatesDER: [[UInt8]], keyDER: [UInt8], keyType: String, decoders: PrivateKeyDecoders) {
-        guard let leaf = certificatesDER.first.flatMap(TLSKeyPair.decodeCertificate) else { return nil }
-        guard let key = decoders.decode(keyDER, type: keyType) else {
+    init?(certificatesDER: [[UInt8]], keyDER: [UInt8], keyType: String, cache: TLSKeyPairCache) {
+        guard let leaf = certificatesDER.first.flatMap(ChainCertificates.decode) else { return nil }
+        guard let key = cache.decoders.decode(keyDER, type: keyType) else {
             X509_free(leaf)
             return nil
         }
@@ -26,7 +26,7 @@ final class TLSKeyPair: @unchecked Sendable {
         if certificatesDER.count > 1 {
             chain = aasa_x509_chain_new()
             for der in certificatesDER.dropFirst() {
-                guard let chain, let cert = TLSKeyPair.decodeCertificate(der) else {
+                guard let chain, let cert = cache.chainCertificates.certificate(der) else {
                     if let chain { aasa_x509_chain_free(chain) }
                     X509_free(leaf)
                     EVP_PKEY_free(key)
@@ -50,12 +50,5 @@ final class TLSKeyPair: @unchecked Sendable {
     /// context has none). False when OpenSSL refuses it.
     func use(on ssl: OpaquePointer) -> Bool {
         SSL_use_cert_and_key(ssl, leaf, key, chain, 1) == 1
-    }
-
-    private static func decodeCertificate(_ der: [UInt8]) -> OpaquePointer? {
-        der.withUnsafeBufferPointer { buffer in
-            var p = buffer.baseAddress
-            return d2i_X509(nil, &p, buffer.count)
-        }
     }
 }
