@@ -318,10 +318,12 @@ bench: deps
 	python3 bench/run.py
 
 # Many sites, each with its own certificate (bench/sites.py): time and memory to ready, TLS
-# handshakes, an edit's latency and CPU, idle CPU, /status and /metrics sizes. Not part of
-# `make test`. BENCH_SITES_COUNTS="1000 10000 100000" for the largest (generating 100 000
-# certificates takes a few minutes, once: they are kept in /tmp/aasa-bench-sites).
-BENCH_SITES_PACKAGES := python3 python3-cryptography
+# handshakes, an edit's latency and CPU, idle CPU, /status and /metrics sizes; then CPU per cold
+# and warm TLS connection beside nginx serving the same sites. Not part of `make test`.
+# BENCH_SITES_COUNTS="1000 10000 100000" for the largest (generating 100 000 certificates takes
+# a few minutes, once: they are kept in /tmp/aasa-bench-sites); BENCH_SITES_TLS and
+# BENCH_SITES_TLS_ROUNDS for the connections a round and the rounds (2000, 2).
+BENCH_SITES_PACKAGES := python3 python3-cryptography nginx
 BENCH_SITES_COUNTS   ?= 1000 10000
 bench-sites: deps
 	$(call apt_install,$(BENCH_SITES_PACKAGES))

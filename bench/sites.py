@@ -10,6 +10,13 @@ to its first response with the new content (median of 5) and the CPU the server'
 thread spent on it, RSS after the edits, idle CPU over 10 s, the first page of /status (time,
 size) and /metrics (size). Prints a Markdown table; writes bench/results/sites.json.
 
+Then, side by side with nginx serving the same N sites (one server block and certificate each,
+2 workers; skipped when nginx is not installed): the CPU per new TLS connection (a full
+handshake and one GET, no resumption) to a random site of the N (cold: most were not asked for
+recently) and to one site again and again (warm), for aasa and nginx in turns, BENCH_SITES_TLS
+connections a round (default 2000, from 2 client processes), BENCH_SITES_TLS_ROUNDS rounds
+(default 2); and nginx's time to ready with N certificates. Prints a second table.
+
 BENCH_SITES_SHAPE picks the data set's shape:
 - "self" (the default): each certificate self-signed, the file holding the leaf alone;
 - "ca": what a platform's volume looks like (issue 38's outside data set, and more): each leaf
@@ -20,7 +27,7 @@ BENCH_SITES_SHAPE picks the data set's shape:
 
 The server is started by this script, recorded by its PID and stopped by that PID.
 """
-import datetime, json, os, random, re, signal, socket, ssl, statistics, subprocess, sys, time, urllib.request
+import datetime, json, multiprocessing, os, random, re, shutil, signal, socket, ssl, statistics, subprocess, sys, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AASA = os.environ.get("AASA_BIN", os.path.join(ROOT, ".build", "release", "aasa"))
@@ -32,6 +39,8 @@ INVALID = range(10, 13)
 UNCOVERED = range(13, 25)
 FAULTY = set(INVALID) | set(UNCOVERED) if SHAPE == "ca" else set()
 WORKERS = os.environ.get("BENCH_SITES_WORKERS", "2")
+TLS_CONNECTIONS = int(os.environ.get("BENCH_SITES_TLS", "2000"))
+TLS_ROUNDS = int(os.environ.get("BENCH_SITES_TLS_ROUNDS", "2"))
 PATH = "/.well-known/apple-app-site-association"
 TICKS = os.sysconf("SC_CLK_TCK")
 STARTED = []
@@ -176,6 +185,130 @@ def handshake(port, root, name):
     return elapsed, ok
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(n, root):
+    """nginx with one server block per site, its own certificate each, the first the default."""
+    prefix = os.path.join(root, "nginx")
+    os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
+    port = free_port()
+    servers = []
+    for i in range(n):
+        if i in FAULTY:
+            continue
+        name = host(i)
+        servers.append(f"""  server {{
+    listen 127.0.0.1:{port} ssl{" default_server" if not servers else ""};
+    server_name {name};
+    ssl_certificate {root}/certs/{name}.crt;
+    ssl_certificate_key {root}/certs/{name}.key;
+    location = {PATH} {{ default_type application/json; alias {root}/config/{name}/apple-app-site-association; }}
+  }}""")
+    conf = f"""user root;
+worker_processes 2;
+pid {prefix}/nginx.pid;
+error_log {prefix}/logs/error.log error;
+daemon off;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  ssl_protocols TLSv1.2 TLSv1.3;
+  server_names_hash_max_size {4 * n};
+  server_names_hash_bucket_size 64;
+{chr(10).join(servers)}
+}}
+"""
+    path = os.path.join(prefix, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    started = time.time()
+    proc = subprocess.Popen(["nginx", "-c", path, "-p", prefix], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    STARTED.append(proc)
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"nginx exited: see {prefix}/logs/error.log")
+        try:
+            if http_get_tls(port, host(0)):
+                return proc, port, time.time() - started
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("nginx not ready after 600 s")
+
+
+def http_get_tls(port, name, context=None):
+    """One new TLS connection (full handshake, no resumption) and one GET; True for a 200."""
+    if context is None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname=name) as tls:
+            tls.sendall(f"GET {PATH} HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n".encode())
+            return tls.recv(64).startswith(b"HTTP/1.1 200")
+
+
+def connections(args):
+    """A client process's share of a round: `count` connections to random sites or to one."""
+    port, n, count, mode, seed = args
+    rng = random.Random(seed)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    sites = [i for i in range(n) if i not in FAULTY]
+    ok = 0
+    for _ in range(count):
+        ok += http_get_tls(port, host(rng.choice(sites) if mode == "cold" else sites[1]), context)
+    return ok
+
+
+def process_tree_cpu(pid):
+    """CPU seconds of a process and its children (nginx's master and workers)."""
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return cpu_seconds(pid) + sum(cpu_seconds(int(c)) for c in children)
+
+
+def tls_cpu(pool, pid, port, n, mode, seed):
+    """CPU milliseconds the server spent per new TLS connection over one round."""
+    before = process_tree_cpu(pid)
+    ok = sum(pool.map(connections, [(port, n, TLS_CONNECTIONS // 2, mode, seed), (port, n, TLS_CONNECTIONS // 2, mode, seed + 1)]))
+    spent = process_tree_cpu(pid) - before
+    if ok != TLS_CONNECTIONS // 2 * 2:
+        raise SystemExit(f"{mode}: {ok} of {TLS_CONNECTIONS // 2 * 2} connections answered 200")
+    return spent * 1000 / ok
+
+
+def compare_tls(n, root, aasa, aasa_port):
+    """Cold and warm TLS connections, aasa and nginx in turns; medians over the rounds."""
+    if shutil.which("nginx") is None:
+        print("nginx not installed: no TLS comparison (apt-get install nginx)", file=sys.stderr)
+        return None
+    nginx, nginx_port, nginx_ready = start_nginx(n, root)
+    try:
+        figures = {(server, mode): [] for server in ("aasa", "nginx") for mode in ("cold", "warm")}
+        seed = time.time_ns()
+        with multiprocessing.Pool(2) as pool:
+            for k in range(TLS_ROUNDS):
+                for mode in ("cold", "warm"):
+                    for server, pid, port in (("aasa", aasa.pid, aasa_port), ("nginx", nginx.pid, nginx_port)):
+                        # A new seed each round: the sites of a cold round were not asked for before.
+                        seed += 2
+                        figures[(server, mode)].append(tls_cpu(pool, pid, port, n, mode, seed))
+        row = {"sites": n, "tls_connections": TLS_CONNECTIONS, "rounds": TLS_ROUNDS, "nginx_ready_s": nginx_ready,
+               "nginx_rss_mib": rss_mib(nginx.pid) + sum(rss_mib(int(c)) for c in subprocess.run(
+                   ["pgrep", "-P", str(nginx.pid)], capture_output=True, text=True).stdout.split())}
+        for (server, mode), values in figures.items():
+            row[f"{server}_{mode}_ms"] = statistics.median(values)
+            row[f"{server}_{mode}_all_ms"] = values
+        return row
+    finally:
+        stop(nginx)
+
+
 def measure(n):
     root = generate(n)
     config, certs = os.path.join(root, "config"), os.path.join(root, "certs")
@@ -253,6 +386,7 @@ def measure(n):
         row["status_page_kib"] = len(data) / 1024
         data, elapsed = admin_get(ports["admin"], "/metrics")
         row["metrics_kib"] = len(data) / 1024
+        row["tls"] = compare_tls(n, root, proc, ports["https"])
         return row
     finally:
         stop(proc)
@@ -266,6 +400,11 @@ COLUMNS = [("sites", "sites", "{}"), ("ready_s", "ready (s)", "{:.2f}"), ("ready
            ("idle_cpu_ms_10s", "idle CPU over 10 s (ms)", "{:.0f}"), ("status_page_ms", "/status page (ms)", "{:.1f}"),
            ("status_page_kib", "/status page (KiB)", "{:.0f}"), ("metrics_kib", "/metrics (KiB)", "{:.1f}"),
            ("log_lines", "start-up log lines", "{}")]
+
+
+TLS_COLUMNS = [("aasa_cold_ms", "aasa CPU per cold TLS connection (ms)", "{:.2f}"), ("nginx_cold_ms", "nginx cold (ms)", "{:.2f}"),
+               ("aasa_warm_ms", "aasa CPU per warm TLS connection (ms)", "{:.2f}"), ("nginx_warm_ms", "nginx warm (ms)", "{:.2f}"),
+               ("nginx_ready_s", "nginx ready (s)", "{:.2f}"), ("nginx_rss_mib", "nginx RSS (MiB)", "{:.0f}")]
 
 
 def main():
@@ -283,6 +422,13 @@ def main():
     print("|" + "---|" * len(COLUMNS))
     for row in rows:
         print("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |")
+    tls = [row["tls"] for row in rows if row.get("tls")]
+    if tls:
+        print()
+        print("| sites | " + " | ".join(c[1] for c in TLS_COLUMNS) + " |")
+        print("|---|" + "---|" * len(TLS_COLUMNS))
+        for row in tls:
+            print(f"| {row['sites']} | " + " | ".join(fmt.format(row[key]) for key, _, fmt in TLS_COLUMNS) + " |")
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "sites.json" if SHAPE == "self" else f"sites-{SHAPE}.json"), "w") as f:
         json.dump(rows, f, indent=1)

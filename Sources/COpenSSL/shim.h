@@ -11,6 +11,7 @@
 #include <openssl/sha.h>
 #include <openssl/cms.h>
 #include <openssl/rand.h>
+#include <openssl/decoder.h>
 
 static inline long aasa_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_min_proto_version(ctx, v); }
 static inline long aasa_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_max_proto_version(ctx, v); }
@@ -40,7 +41,6 @@ static inline void aasa_SSL_keep_buffers(SSL *ssl, int keep) {
     }
 }
 static inline long aasa_session_cache_server(void) { return SSL_SESS_CACHE_SERVER; }
-static inline long aasa_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add1_chain_cert(ctx, x); }
 static inline long aasa_SSL_CTX_set_read_ahead(SSL_CTX *ctx, long yes) { return SSL_CTX_set_read_ahead(ctx, yes); }
 static inline int aasa_tlsext_ok(void) { return SSL_TLSEXT_ERR_OK; }
 static inline int aasa_tlsext_noack(void) { return SSL_TLSEXT_ERR_NOACK; }
@@ -73,6 +73,13 @@ static inline void aasa_general_names_free(GENERAL_NAMES *names) { GENERAL_NAMES
 static inline int aasa_general_name_type(GENERAL_NAME *n) { return n->type; }
 static inline ASN1_IA5STRING *aasa_general_name_dns(GENERAL_NAME *n) { return n->type == GEN_DNS ? n->d.dNSName : NULL; }
 static inline int aasa_gen_dns(void) { return GEN_DNS; }
+
+// A certificate chain for SSL_use_cert_and_key (stack macros); freeing it frees its certificates.
+static inline STACK_OF(X509) *aasa_x509_chain_new(void) { return sk_X509_new_null(); }
+static inline int aasa_x509_chain_push(STACK_OF(X509) *chain, X509 *x) { return sk_X509_push(chain, x); }
+static inline void aasa_x509_chain_free(STACK_OF(X509) *chain) { sk_X509_pop_free(chain, X509_free); }
+// What a private key's decoder makes: the key pair (a macro of other macros).
+static inline int aasa_evp_pkey_keypair(void) { return EVP_PKEY_KEYPAIR; }
 
 // Key and certificate making (development CA).
 static inline EVP_PKEY *aasa_EVP_EC_gen_p256(void) { return EVP_EC_gen("P-256"); }

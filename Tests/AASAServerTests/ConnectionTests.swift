@@ -69,7 +69,7 @@ struct FakeIO: ConnectionIO {
         wire.keepsBuffers = keep
     }
 
-    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
+    mutating func startTLS(certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
         wire.tlsStarted = true
         return true
     }

@@ -4,7 +4,7 @@ import TestCertificates
 import Testing
 @testable import AASATransport
 
-/// The server's ALPN choice (the select callback every certificate's context uses), asked as
+/// The server's ALPN choice (the select callback of the server's context), asked as
 /// OpenSSL asks it during a handshake.
 private func select(offered: [String], offeringHTTP2: Bool) -> String? {
     let wire = offered.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
@@ -16,14 +16,12 @@ private func select(offered: [String], offeringHTTP2: Bool) -> String? {
     return String(decoding: UnsafeBufferPointer(start: out, count: Int(length)), as: UTF8.self)
 }
 
-/// A real handshake over a socket pair between a certificate's context and the project's TLS
+/// A real handshake over a socket pair between the server's context serving `certificate` and the project's TLS
 /// client offering `h2,http/1.1`; returns what ALPN settled on.
 private func handshake(with certificate: TLSCertificate, settings: TLSServerSettings) throws -> String? {
     let (a, b) = TLSStreamTests.pair()
     defer { close(a); close(b) }
-    guard let context = certificate.retainedContext(settings) else { return nil }
-    defer { SSL_CTX_free(context) }
-    let server = try TLSStream(serverContext: context, fd: a)
+    let server = try TLSStream(server: settings, certificates: CertificateStore(certificates: [certificate], defaultName: certificate.name), fd: a)
     let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["h2", "http/1.1"]), fd: b, serverName: "example.com")
     #expect(TLSStreamTests.handshake(server, client) == (.done(0), .done(0)))
     #expect(client.negotiatedProtocol == server.negotiatedProtocol)
@@ -31,7 +29,7 @@ private func handshake(with certificate: TLSCertificate, settings: TLSServerSett
 }
 
 struct ALPNTests {
-    @Test func aContextMadeWithHTTP2OnNegotiatesH2AndOneMadeWithItOffHTTP1() throws {
+    @Test func aServerWithHTTP2OnNegotiatesH2AndOneWithItOffHTTP1() throws {
         let withHTTP2 = try TLSCertificate(name: "h2", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let withoutHTTP2 = try TLSCertificate(name: "h1", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
 

@@ -20,14 +20,10 @@ struct TLSServerSettingsTests {
     private func handshake(serverName: String, store: CertificateStore, settings: TLSServerSettings) throws -> TLSCertificate? {
         let (a, b) = TLSStreamTests.pair()
         defer { close(a); close(b) }
-        guard let context = store.defaultCertificate?.retainedContext(settings) else { return nil }
-        defer { SSL_CTX_free(context) }
-        let server = try TLSStream(serverContext: context, fd: a)
-        HandshakeData.set(server.ssl, certificates: store, settings: settings)
-        defer { HandshakeData.clear(server.ssl) }
+        let server = try TLSStream(server: settings, certificates: store, fd: a)
         let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["http/1.1"]), fd: b, serverName: serverName)
         #expect(TLSStreamTests.handshake(server, client) == (.done(0), .done(0)))
-        return store.select(serverName: server.serverName)
+        return server.endHandshake()
     }
 
     @Test func theServersChallengesSeeEveryClientHelloAndEachNameNoCertificateCovers() throws {

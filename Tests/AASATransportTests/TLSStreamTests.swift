@@ -33,7 +33,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a); close(b) }
-        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+        let server = try TLSStream.testServer(certificate, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "www.example.com")
         let (s, c) = Self.handshake(server, client)
         #expect(s == .done(0))
@@ -62,7 +62,7 @@ import Glibc
         defer { close(a); close(b) }
         var small: Int32 = 16 * 1024
         setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+        let server = try TLSStream.testServer(certificate, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "www.example.com")
         #expect(Self.handshake(server, client) == (.done(0), .done(0)))
 
@@ -94,7 +94,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a); close(b) }
-        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+        let server = try TLSStream.testServer(certificate, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "other.example.net")
         let (_, c) = Self.handshake(server, client)
         guard case .failed = c else {
@@ -108,7 +108,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a); close(b) }
-        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+        let server = try TLSStream.testServer(certificate, fd: a)
         // The system store does not know the test CA.
         let client = try TLSStream(client: TLSClientContext(verifyPeer: false), fd: b, serverName: "example.com")
         let (s, c) = Self.handshake(server, client)
@@ -121,7 +121,7 @@ import Glibc
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()
         defer { close(a) }
-        let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+        let server = try TLSStream.testServer(certificate, fd: a)
         let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "example.com")
         _ = Self.handshake(server, client)
         client.shutdown()
@@ -148,7 +148,7 @@ import Glibc
         for _ in 0..<2 {
             let (a, b) = Self.pair()
             defer { close(a); close(b) }
-            let server = try TLSStream(serverContext: certificate.testContext, fd: a)
+            let server = try TLSStream.testServer(certificate, fd: a)
             let client = try TLSStream(client: TLSClientContext.shared(caFile: file, verifyPeer: false), fd: b, serverName: "example.com")
             #expect(Self.handshake(server, client) == (.done(0), .done(0)))
             #expect(client.verificationFailure == nil)
@@ -160,15 +160,5 @@ import Glibc
         let reread = try TLSClientContext.shared(caFile: file, verifyPeer: false)
         #expect(reread !== first)
         #expect(try TLSClientContext.shared(caFile: file, verifyPeer: false) === reread)
-    }
-}
-
-extension TLSCertificate {
-    /// The cached context, for a test that makes a stream from it (SSL_new takes its own
-    /// reference; the cache keeps this one while the test runs).
-    var testContext: OpaquePointer {
-        let context = retainedContext(TLSServerSettings(offersHTTP2: false))!
-        SSL_CTX_free(context)
-        return context
     }
 }

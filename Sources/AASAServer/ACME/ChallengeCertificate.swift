@@ -34,8 +34,9 @@ final class ChallengeCertificate: @unchecked Sendable {
         SSL_CTX_set_options(ctx, aasa_server_options())
         SSL_CTX_set_alpn_select_cb(ctx, acmeALPNSelect, nil)
         // The ServerName step runs after the ClientHello callback moved the connection here;
-        // without a callback of its own OpenSSL would call the first context's, which picks the
-        // host's serving certificate and undoes the switch.
+        // without a callback of its own OpenSSL would call the serving context's, which would
+        // count the challenge's host as a name no certificate covers. This context has no
+        // certificate callback: its own certificate is the one served.
         _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, challengeServerName)
         self.context = ctx
         self.host = host

@@ -20,10 +20,6 @@ final class PendingChallenges: TLSChallenges {
 
     init() {}
 
-    /// Frees the bootstrap context. A connection that started with the context holds its own
-    /// reference (SSL_new), so freeing here never pulls it from under one.
-    deinit { SSL_CTX_free(bootstrapContext.context) }
-
     // MARK: HTTP-01 (RFC 8555 §8.3)
 
     func addToken(_ token: String, keyAuthorization: String) {
@@ -65,17 +61,6 @@ final class PendingChallenges: TLSChallenges {
         }
     }
 
-    /// The context a TLS connection starts with when no certificate is loaded yet (a first
-    /// start with `--acme` and an empty `--certs`): it has no certificate of its own, so only
-    /// a ClientHello that the callback moves to a challenge context can complete. Owned: freed
-    /// with this object.
-    let bootstrapContext: UnsafeSendableContext = {
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { preconditionFailure("SSL_CTX_new") }
-        _ = aasa_SSL_CTX_set_min_proto_version(ctx, aasa_tls1_2_version())
-        SSL_CTX_set_client_hello_cb(ctx, tlsClientHelloCallback, nil)
-        return UnsafeSendableContext(ctx)
-    }()
-
     // MARK: TLSChallenges
 
     /// A ClientHello that offers ALPN `acme-tls/1` for a name with a pending challenge is moved
@@ -98,13 +83,6 @@ final class PendingChallenges: TLSChallenges {
     func uncovered(serverName: String) {
         if demand.isEnabled { demand.note(serverName) }
     }
-}
-
-/// An `SSL_CTX` shared between threads (OpenSSL's contexts are thread-safe to share). Not an
-/// owner: whoever holds it frees the context (``PendingChallenges`` its bootstrap context).
-struct UnsafeSendableContext: @unchecked Sendable {
-    let context: OpaquePointer
-    init(_ context: OpaquePointer) { self.context = context }
 }
 
 /// Readers of the two ClientHello extensions the callback needs, over the raw bytes.

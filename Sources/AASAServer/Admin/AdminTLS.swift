@@ -1,30 +1,24 @@
 import AASATransport
-import COpenSSL
 
 /// The admin listener over HTTPS (`--admin-tls NAME`, docs/platforms.md): the certificate named
-/// NAME, whichever name a client asks for, and a context of its own that offers `http/1.1`
-/// only (the admin listener speaks no HTTP/2). One per loop, touched by its thread only; made
-/// again when a reload replaced the certificate.
+/// NAME, whichever name a client asks for, in a TLS context of its own that offers `http/1.1`
+/// only (the admin listener speaks no HTTP/2). One per loop, touched by its thread only; its
+/// one-certificate store is made again when a reload replaced the certificate.
 final class AdminTLS {
     let name: String
-    /// ALPN `http/1.1` only, no ACME challenges.
-    let settings = TLSServerSettings(offersHTTP2: false, challenges: nil, contextCapacity: 4)
-    private var made: (certificate: TLSCertificate, context: OpaquePointer)?
+    /// ALPN `http/1.1` only, no ACME challenges; one certificate to parse.
+    let settings = TLSServerSettings(offersHTTP2: false, challenges: nil, keyPairCapacity: 4)
+    private var made: (certificate: TLSCertificate, store: CertificateStore)?
 
     init(name: String) { self.name = name }
 
-    deinit {
-        if let made { SSL_CTX_free(made.context) }
-    }
-
-    /// The context for a new connection (the loop keeps its reference; `SSL_new` takes its own),
-    /// or nil when no certificate of that name is loaded.
-    func context(_ certificates: CertificateStore) -> OpaquePointer? {
-        guard let certificate = certificates.certificate(named: name) else { return nil }
-        if let made, made.certificate === certificate { return made.context }
-        guard let context = certificate.makeOwnContext(settings) else { return nil }
-        if let made { SSL_CTX_free(made.context) }
-        made = (certificate, context)
-        return context
+    /// The certificates to serve on a new connection: the one named NAME alone, so SNI picks it
+    /// for any name (it is the default); nil when no certificate of that name is loaded.
+    func certificates(_ loaded: CertificateStore) -> CertificateStore? {
+        guard let certificate = loaded.certificate(named: name) else { return nil }
+        if let made, made.certificate === certificate { return made.store }
+        let store = CertificateStore(certificates: [certificate], defaultName: certificate.name)
+        made = (certificate, store)
+        return store
     }
 }

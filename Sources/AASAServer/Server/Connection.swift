@@ -280,28 +280,17 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
 
     private func handshake() -> Bool {
         if stage == .awaitingClientHello, facts.listener == .admin, let admin = loop.adminTLS {
-            // The admin listener's one certificate, whatever name the client asks for: no
-            // certificates for the ServerName callback to switch to, ALPN http/1.1 only.
-            guard let context = admin.context(loop.snapshot.certificates),
-                  io.startTLS(context: context, certificates: .empty, settings: admin.settings) else {
+            // The admin listener's one certificate, whatever name the client asks for, ALPN
+            // http/1.1 only.
+            guard let certificates = admin.certificates(loop.snapshot.certificates),
+                  io.startTLS(certificates: certificates, settings: admin.settings) else {
                 loop.log.error("admin: no certificate \(admin.name) to serve the admin listener over TLS; closing the connection")
                 return false
             }
             stage = .handshake
         }
         if stage == .awaitingClientHello {
-            let certificates = loop.snapshot.certificates
-            // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
-            // The default certificate's context, with a reference of our own until SSL_new has its.
-            let settings = loop.state.tls
-            var context = certificates.defaultCertificate?.retainedContext(settings)
-            if context == nil, let acme = loop.state.acme {
-                let bootstrap = acme.challenges.bootstrapContext.context
-                SSL_CTX_up_ref(bootstrap)
-                context = bootstrap
-            }
-            defer { if let context { SSL_CTX_free(context) } }
-            guard let context, io.startTLS(context: context, certificates: certificates, settings: settings) else {
+            guard io.startTLS(certificates: loop.snapshot.certificates, settings: loop.state.tls) else {
                 loop.missingCertificate()
                 return false
             }

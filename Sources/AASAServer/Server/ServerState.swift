@@ -33,7 +33,7 @@ final class ServerState: Sendable {
     let dev: DevelopmentMode?
     /// `--acme`: what the ACME thread is doing, for `/status`, and the challenges it publishes.
     let acme: ACMEStatus?
-    /// How TLS contexts are made and what their callbacks consult.
+    /// The server's TLS context, its parsed certificates and what its callbacks consult.
     let tls: TLSServerSettings
     /// The fetch record and the CDN watch (docs/apple-view.md).
     let appleView: AppleView

@@ -4,11 +4,11 @@ import Glibc
 #endif
 
 /// One key pair from `--certs`, ready to serve: the names it covers, and its certificates and
-/// key as DER. Its `SSL_CTX` (TLS 1.2/1.3, AEAD ciphers, no compression or renegotiation,
-/// session tickets, ALPN as the server's ``TLSServerSettings`` say) is made on first use and kept
-/// in the settings' bounded cache (``TLSContextCache``): a context is tens of KB, and at 100 000 certificates most are not in
-/// use at any one time. Immutable but for that cache slot.
-/// `@unchecked Sendable`: it wraps an `SSL_CTX`, whose one mutable slot is behind a ``Locked``.
+/// key as DER. It is parsed into OpenSSL objects (``TLSKeyPair``) on first use, kept in the
+/// server's bounded cache (``TLSKeyPairCache``), and set on each connection that the shared
+/// context's certificate callback gives it to (``TLSServerSettings``): at 100 000 certificates
+/// most are not in use at any one time. Immutable but for that cache slot.
+/// `@unchecked Sendable`: its one mutable slot is behind a ``Locked``.
 public final class TLSCertificate: @unchecked Sendable {
     /// The file or folder name without extension (docs/serving.md, "Certificates").
     public let name: String
@@ -23,16 +23,17 @@ public final class TLSCertificate: @unchecked Sendable {
     /// The leaf, then the rest of the chain, as the file lists them.
     private let certificatesDER: [[UInt8]]
     private let keyDER: [UInt8]
-    /// The context while it is cached; owned, freed when evicted or with this object. OpenSSL
-    /// counts references, so a connection whose SSL still uses it keeps it alive.
-    private let cached = Locked<OpaquePointer?>(nil)
+    /// The key's type as OpenSSL names it (`EC`, `RSA`), for a decoder of that type.
+    private let keyType: String
+    /// The parsed pair while it is cached.
+    private let parsed = Locked<TLSKeyPair?>(nil)
 
     package init(name: String, certificatePath: String, keyPath: String, keys: KeyReader? = nil) throws(TLSError) {
         TLSError.clearQueue()
         let keys = keys ?? KeyReader()
         // Read without OpenSSL when the file is plain PEM and the key matches byte for byte
-        // (``CertificateDER``); OpenSSL decides everything else, and the context made on first
-        // use parses the DER with OpenSSL all the same.
+        // (``CertificateDER``); OpenSSL decides everything else, and the pair parsed on first
+        // use is parsed by OpenSSL all the same.
         if let pem = TLSCertificate.readFile(certificatePath), case let ders = PEMBlocks.decode(pem), !ders.isEmpty,
            let fields = CertificateDER(ders[0]) {
             let key = try keys.read(keyPath)
@@ -43,6 +44,7 @@ public final class TLSCertificate: @unchecked Sendable {
                 self.isCA = fields.isCA
                 self.certificatesDER = ders
                 self.keyDER = key.der
+                self.keyType = key.type
                 self.name = name
                 return
             }
@@ -73,91 +75,30 @@ public final class TLSCertificate: @unchecked Sendable {
         self.isCA = X509_get_extension_flags(chain[0]) & UInt32(EXFLAG_CA) != 0
         self.certificatesDER = ders
         self.keyDER = key.der
+        self.keyType = key.type
         self.name = name
     }
 
-    deinit {
-        if let ctx = cached.withLock({ $0 }) { SSL_CTX_free(ctx) }
-    }
-
-    /// The certificate's context, made with `settings` on first use, with a reference the caller
-    /// owns: `SSL_new` or `SSL_set_SSL_CTX` take their own, then the caller calls `SSL_CTX_free`.
-    /// One server gives the same settings every time.
-    package func retainedContext(_ settings: TLSServerSettings) -> OpaquePointer? {
-        if let ctx = cached.withLock({ ctx -> OpaquePointer? in
-            if let ctx { SSL_CTX_up_ref(ctx) }
-            return ctx
-        }) {
-            return ctx
+    /// The parsed chain and key, from the cache or parsed now and added to it. Nil when
+    /// OpenSSL cannot read them (``TLSKeyPair``).
+    func keyPair(_ cache: TLSKeyPairCache) -> TLSKeyPair? {
+        if let pair = parsed.withLock({ $0 }) { return pair }
+        guard let made = TLSKeyPair(certificatesDER: certificatesDER, keyDER: keyDER, keyType: keyType, cache: cache) else {
+            return nil
         }
-        guard let made = try? makeContext(settings) else { return nil }
-        let (ctx, isNew) = cached.withLock { slot -> (OpaquePointer, Bool) in
-            // Another thread may have made one meanwhile: keep the first.
-            if let existing = slot {
-                SSL_CTX_up_ref(existing)
-                return (existing, false)
-            }
+        let (pair, isNew) = parsed.withLock { slot -> (TLSKeyPair, Bool) in
+            // Another thread may have parsed it meanwhile: keep the first.
+            if let existing = slot { return (existing, false) }
             slot = made
-            SSL_CTX_up_ref(made)
             return (made, true)
         }
-        if isNew {
-            settings.contexts.added(self)
-        } else {
-            SSL_CTX_free(made)
-        }
-        return ctx
+        if isNew { cache.added(self) }
+        return pair
     }
 
-    /// Frees the cached context (the cache is full); connections using it keep their reference.
-    func evictContext() {
-        if let ctx = cached.withLock({ slot -> OpaquePointer? in
-            defer { slot = nil }
-            return slot
-        }) {
-            SSL_CTX_free(ctx)
-        }
-    }
-
-    var hasContext: Bool { cached.withLock { $0 != nil } }
-
-    /// A context of its own, not the cached one, made with `settings`, owned by the caller
-    /// (`SSL_CTX_free`): the admin listener over TLS offers `http/1.1` only, whatever the
-    /// server's HTTP/2 setting (docs/platforms.md).
-    package func makeOwnContext(_ settings: TLSServerSettings) -> OpaquePointer? {
-        try? makeContext(settings)
-    }
-
-    private func makeContext(_ settings: TLSServerSettings) throws(TLSError) -> OpaquePointer {
-        TLSError.clearQueue()
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new") }
-        do throws(TLSError) {
-            try TLSCertificate.configure(ctx, offersHTTP2: settings.offersHTTP2)
-            for (i, der) in certificatesDER.enumerated() {
-                let cert = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-                    var p = buffer.baseAddress
-                    return d2i_X509(nil, &p, buffer.count)
-                }
-                guard let cert else { throw TLSError("decoding \(name)") }
-                defer { X509_free(cert) }
-                if i == 0 {
-                    guard SSL_CTX_use_certificate(ctx, cert) == 1 else { throw TLSError("SSL_CTX_use_certificate \(name)") }
-                } else {
-                    guard aasa_SSL_CTX_add1_chain_cert(ctx, cert) == 1 else { throw TLSError("adding the chain of \(name)") }
-                }
-            }
-            let key = keyDER.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-                var p = buffer.baseAddress
-                return d2i_AutoPrivateKey(nil, &p, buffer.count)
-            }
-            guard let key else { throw TLSError("decoding the key of \(name)") }
-            defer { EVP_PKEY_free(key) }
-            guard SSL_CTX_use_PrivateKey(ctx, key) == 1 else { throw TLSError("SSL_CTX_use_PrivateKey \(name)") }
-        } catch {
-            SSL_CTX_free(ctx)
-            throw error
-        }
-        return ctx
+    /// Drops the parsed pair (the cache is full); connections serving it keep their references.
+    func evictKeyPair() {
+        parsed.withLock { $0 = nil }
     }
 
     /// Every certificate of a PEM file: the leaf first, then its chain.
@@ -185,52 +126,6 @@ public final class TLSCertificate: @unchecked Sendable {
         }
         return false
     }
-
-    private static func configure(_ ctx: OpaquePointer, offersHTTP2: Bool) throws(TLSError) {
-        guard aasa_SSL_CTX_set_min_proto_version(ctx, aasa_tls1_2_version()) == 1,
-              aasa_SSL_CTX_set_max_proto_version(ctx, aasa_tls1_3_version()) == 1 else {
-            throw TLSError("setting TLS versions")
-        }
-        SSL_CTX_set_options(ctx, aasa_server_options())
-        _ = aasa_SSL_CTX_set_mode(ctx, aasa_server_modes())
-        // TLS 1.2: ECDHE key exchange with AEAD ciphers only. TLS 1.3 suites are all AEAD. In the
-        // server's order, AES-128-GCM first (as Mozilla's TLS guidelines order them): ten AES
-        // rounds a block instead of fourteen, for the same protection here.
-        guard SSL_CTX_set_cipher_list(ctx, "ECDHE+AES128+AESGCM:ECDHE+AES256+AESGCM:ECDHE+CHACHA20") == 1 else {
-            throw TLSError("SSL_CTX_set_cipher_list")
-        }
-        guard SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1 else {
-            throw TLSError("SSL_CTX_set_ciphersuites")
-        }
-        _ = aasa_SSL_CTX_set_session_cache_mode(ctx, aasa_session_cache_server())
-        // One TLS 1.3 ticket per full handshake instead of OpenSSL's two: each costs an encrypted
-        // session and a record, and the clients of this server rarely resume.
-        _ = SSL_CTX_set_num_tickets(ctx, 1)
-        // Read what the socket holds in one read instead of a record header, then its body.
-        _ = aasa_SSL_CTX_set_read_ahead(ctx, 1)
-        let sid: [UInt8] = Array("aasa".utf8)
-        _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
-        aasa_SSL_CTX_use_alpn(ctx, offersHTTP2 ? 1 : 0)
-        _ = aasa_SSL_CTX_set_tlsext_servername_callback(ctx, serverNameCallback)
-        SSL_CTX_set_client_hello_cb(ctx, tlsClientHelloCallback, nil)
-    }
-}
-
-/// The ServerName callback of every context: picks the certificate for the name the client
-/// asked for from the store of the connection's snapshot (``HandshakeData``), exact name before
-/// wildcard; an unknown name keeps the default certificate the handshake started with.
-private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
-    guard let ssl, let store = HandshakeData.certificates(ssl), let settings = HandshakeData.settings(ssl) else {
-        return aasa_tlsext_noack()
-    }
-    guard let namePointer = SSL_get_servername(ssl, Int32(TLSEXT_NAMETYPE_host_name)) else { return aasa_tlsext_ok() }
-    let serverName = String(cString: namePointer).lowercased()
-    if let challenges = settings.challenges, store.covering(serverName) == nil { challenges.uncovered(serverName: serverName) }
-    if let cert = store.select(serverName: serverName), let context = cert.retainedContext(settings) {
-        if context != SSL_get_SSL_CTX(ssl) { SSL_set_SSL_CTX(ssl, context) }
-        SSL_CTX_free(context)
-    }
-    return aasa_tlsext_ok()
 }
 
 /// Private keys read during one load of the certs directory, by the bytes of their files: a
@@ -245,6 +140,8 @@ final package class KeyReader: @unchecked Sendable {
         package var der: [UInt8]
         /// SubjectPublicKeyInfo, to compare with a certificate's.
         var publicDER: [UInt8]
+        /// `EC`, `RSA`, … (EVP_PKEY_get0_type_name).
+        var type: String
     }
 
     private let keys = Locked<[PEMKey: Key]>([:])
@@ -285,7 +182,7 @@ final package class KeyReader: @unchecked Sendable {
             EVP_PKEY_free(decoded)
             throw TLSError("encoding private key \(path)")
         }
-        let key = Key(pointer: decoded, der: der, publicDER: publicDER)
+        let key = Key(pointer: decoded, der: der, publicDER: publicDER, type: EVP_PKEY_get0_type_name(decoded).map { String(cString: $0) } ?? "")
         // Remembered, or freed by the caller's defer through `release`.
         let kept = keys.withLock { keys -> Bool in
             guard keys.count < KeyReader.capacity, keys[PEMKey(bytes: pem)] == nil else { return false }
@@ -322,29 +219,4 @@ extension TLSCertificate {
         guard fstat(fd, &st) == 0 else { return nil }
         return try? FileContents.read(fd, expectedSize: Int(st.st_size), limit: 1 << 20).get()
     }
-}
-
-/// The contexts one server made on first use, at most ``capacity`` at once (oldest made, first
-/// freed): memory for contexts follows the certificates in use, not those that exist.
-final package class TLSContextCache: Sendable {
-    static package let defaultCapacity = 2048
-    package let capacity: Int
-
-    private let order = Locked<[TLSCertificate]>([])
-
-    package init(capacity: Int = TLSContextCache.defaultCapacity) { self.capacity = capacity }
-
-    package func added(_ certificate: TLSCertificate) {
-        let evicted = order.withLock { order -> [TLSCertificate] in
-            order.append(certificate)
-            guard order.count > capacity else { return [] }
-            let n = order.count - capacity
-            let out = Array(order.prefix(n))
-            order.removeFirst(n)
-            return out
-        }
-        for cert in evicted { cert.evictContext() }
-    }
-
-    package var count: Int { order.withLock { $0.count } }
 }

@@ -53,10 +53,10 @@ package protocol ConnectionIO {
     var hasBuffers: Bool { get }
     /// Keeps them between uses (a busy connection), or gives them back after each use again.
     mutating func keepBuffers(_ keep: Bool)
-    /// Starts the server's end of TLS with `context`; the ServerName callback picks from
-    /// `certificates`, the contexts it moves to are made with `settings`. False when TLS could
-    /// not be set up.
-    mutating func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool
+    /// Starts the server's end of TLS in the context of `settings`, serving the certificate of
+    /// `certificates` that SNI picks. False when TLS could not be set up, or when there is
+    /// nothing to serve: no default certificate and no ACME challenge that could be pending.
+    mutating func startTLS(certificates: CertificateStore, settings: TLSServerSettings) -> Bool
     /// One step of the handshake.
     mutating func handshake() -> ServerHandshake
     /// Drops TLS: after plain HTTP came to the TLS port, or when the connection ends.
@@ -76,9 +76,6 @@ package protocol ConnectionIO {
 package struct SocketIO: ConnectionIO {
     package let fd: Int32
     private var stream: ByteStream
-    /// Keep what the handshake's callbacks read (``HandshakeData``) alive until it is over.
-    private var handshakeStore: CertificateStore?
-    private var handshakeSettings: TLSServerSettings?
 
     package init(fd: Int32) {
         self.fd = fd
@@ -121,11 +118,10 @@ package struct SocketIO: ConnectionIO {
 
     mutating package func keepBuffers(_ keep: Bool) { stream.keepBuffers(keep) }
 
-    mutating package func startTLS(context: OpaquePointer, certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
-        guard let tls = try? TLSStream(serverContext: context, fd: fd) else { return false }
-        HandshakeData.set(tls.ssl, certificates: certificates, settings: settings)
-        handshakeStore = certificates
-        handshakeSettings = settings
+    mutating package func startTLS(certificates: CertificateStore, settings: TLSServerSettings) -> Bool {
+        // With --acme and no certificate yet, only a TLS-ALPN-01 challenge can complete.
+        guard certificates.defaultCertificate != nil || settings.challenges != nil,
+              let tls = try? TLSStream(server: settings, certificates: certificates, fd: fd) else { return false }
         stream = .tls(tls)
         return true
     }
@@ -134,11 +130,7 @@ package struct SocketIO: ConnectionIO {
         guard case .tls(let tls) = stream else { return .failed }
         switch tls.handshake() {
         case .done:
-            let certificate = handshakeStore?.select(serverName: tls.serverName)
-            HandshakeData.clear(tls.ssl)
-            handshakeStore = nil
-            handshakeSettings = nil
-            return .established(alpn: tls.negotiatedProtocol, certificate: certificate)
+            return .established(alpn: tls.negotiatedProtocol, certificate: tls.endHandshake())
         case .wantRead: return .wantRead
         case .wantWrite: return .wantWrite
         case .closed, .failed: return tls.receivedPlainHTTP ? .plainHTTP : .failed
@@ -147,8 +139,6 @@ package struct SocketIO: ConnectionIO {
 
     mutating package func dropTLS() {
         stream = .plain(fd)
-        handshakeStore = nil
-        handshakeSettings = nil
     }
 
     mutating package func sendCloseNotify() {

@@ -41,15 +41,23 @@ final package class TLSStream {
     /// record adds at most a few hundred bytes) fits the buffer.
     static let batchBytes = 6 * recordSize
 
-    /// The server's end: the handshake starts with `context` (the default certificate's) and
-    /// the ServerName callback may switch it.
-    package init(serverContext context: OpaquePointer, fd: Int32) throws(TLSError) {
+    /// What the server's handshake callbacks read (``HandshakeData``), kept alive until
+    /// ``endHandshake()``.
+    private var handshakeCertificates: CertificateStore?
+    private var handshakeSettings: TLSServerSettings?
+
+    /// The server's end, in the context of `settings`; its certificate callback picks from
+    /// `certificates` (SNI exact, then wildcard, then the default certificate).
+    package init(server settings: TLSServerSettings, certificates: CertificateStore, fd: Int32) throws(TLSError) {
         TLSError.clearQueue()
-        guard let ssl = SSL_new(context) else { throw TLSError("SSL_new") }
+        guard let ssl = SSL_new(settings.context) else { throw TLSError("SSL_new") }
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
+        HandshakeData.set(ssl, certificates: certificates, settings: settings)
         self.ssl = ssl
         self.isClient = false
+        handshakeCertificates = certificates
+        handshakeSettings = settings
     }
 
     /// The client's end, verifying the peer for `serverName` (SNI and the host-name check).
@@ -85,6 +93,16 @@ final package class TLSStream {
         let r = SSL_do_handshake(ssl)
         if r == 1 { return .done(0) }
         return progress(after: r)
+    }
+
+    /// Once the server's handshake is done: the certificate it served for the name the client
+    /// asked for. The callbacks' references are dropped.
+    package func endHandshake() -> TLSCertificate? {
+        let certificate = handshakeCertificates?.select(serverName: serverName)
+        HandshakeData.clear(ssl)
+        handshakeCertificates = nil
+        handshakeSettings = nil
+        return certificate
     }
 
     /// Reads up to `count` bytes.

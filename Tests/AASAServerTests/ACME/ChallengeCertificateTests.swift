@@ -52,25 +52,4 @@ import Testing
         challenges.removeToken("tok")
         #expect(challenges.keyAuthorization(token: "tok") == nil)
     }
-
-    /// Every instance makes a bootstrap `SSL_CTX`; one released must free it (LeakSanitizer
-    /// found the one of the test above leaked). OpenSSL calls an ex-data slot's free callback
-    /// when the context it is set on is freed: the context is marked in a slot of its own.
-    @Test func aReleasedPendingChallengesFreesItsBootstrapContext() throws {
-        #expect(markedContextIndex >= 0)
-        let before = freedMarkedContexts.load(ordering: .acquiring)
-        do {
-            let challenges = PendingChallenges()
-            #expect(SSL_CTX_set_ex_data(challenges.bootstrapContext.context, markedContextIndex, UnsafeMutableRawPointer(bitPattern: 1)) == 1)
-        }
-        #expect(freedMarkedContexts.load(ordering: .acquiring) == before + 1)
-    }
-}
-
-/// How many contexts carrying a value in `markedContextIndex` were freed.
-private let freedMarkedContexts = Atomic<Int>(0)
-
-/// An SSL_CTX ex-data slot whose free callback counts the freed contexts that were marked.
-private let markedContextIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil) { _, value, _, _, _, _ in
-    if value != nil { freedMarkedContexts.add(1, ordering: .releasing) }
 }
