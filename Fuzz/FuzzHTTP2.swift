@@ -15,13 +15,13 @@ private final class FuzzDispatch: RequestDispatch {
 
     func respond(to request: HTTPRequest, startedMicroseconds: Int64) -> Response {
         if request.path == "/big" {
-            return Response(head: FuzzDispatch.head, body: FuzzDispatch.body, sendsBody: request.method != .head, siteLabel: "fuzz")
+            return Response(head: FuzzDispatch.head, body: FuzzDispatch.body, sendsBody: request.method != .head)
         }
-        return Response.message(.notFound, "no such file\n", request: request, site: "fuzz")
+        return Response.message(.notFound, "no such file\n", request: request)
     }
 
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response {
-        Response.message(error.status, error.reason, request: nil, site: "")
+        Response.message(error.status, error.reason, request: nil)
     }
 }
 
