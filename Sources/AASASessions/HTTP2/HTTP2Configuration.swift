@@ -55,6 +55,15 @@ package struct HTTP2Configuration: Sendable {
     var emptyFrameLimit = FloodLimit(burst: 20, perSecond: 5)
 
     package init(targets: InternedTargets = InternedTargets([])) { self.targets = targets }
+
+    /// The SETTINGS the server sends first (RFC 9113 §3.4): what of this a client must know.
+    var announced: [(UInt16, Int)] {
+        [(SettingID.maxConcurrentStreams, maxConcurrentStreams),
+         (SettingID.maxHeaderListSize, maxHeaderListSize),
+         (SettingID.initialWindowSize, initialWindowSize),
+         // RFC 9218 §2.1: no priority tree (PRIORITY frames are checked, then ignored).
+         (SettingID.noRFC7540Priorities, 1)]
+    }
 }
 
 /// A token bucket's shape: `burst` frames at once, refilled at `perSecond`. Beyond it the

@@ -96,10 +96,7 @@ final package class HTTP2Session: ProtocolSession {
     }
 
     package func deadlineReached(output: inout Output) {
-        if let due = goAway.finalDue, clock.now >= due {
-            sendFinalGoAway(&output)
-            return
-        }
+        if let due = goAway.finalDue, clock.now >= due { return sendFinalGoAway(&output) }
         resetOverdueStreams(&output)
         guard !isTerminated, clock.now >= timers.connectionDeadline(hasStreams: !streams.isEmpty) else { return }
         terminate(.noError, &output)
@@ -168,14 +165,15 @@ final package class HTTP2Session: ProtocolSession {
             }
             sawClientSettings = true
         }
-        let frame: Frame
-        do throws(ConnectionError) { frame = try Frame(header, payload) } catch { return fail(error, &output) }
+        guard let frame = attempt(&output, { () throws(ConnectionError) in try Frame(header, payload) }) else { return }
         switch frame {
         case .data(let id, let content, let flowLength, let endStream): data(id, content, flowLength, endStream, &output)
         case .headers(let id, let fragment, let endStream, let endHeaders): headers(id, fragment, endStream, endHeaders, &output)
         case .continuation(_, let fragment, let endHeaders):
             if fragment.isEmpty, !spend(.emptyContinuation, &output) { return }
-            do throws(ConnectionError) { try blockEnded(blocks.continue(fragment, isLast: endHeaders), &output) } catch { fail(error, &output) }
+            if let block = attempt(&output, { () throws(ConnectionError) in try blocks.continue(fragment, isLast: endHeaders) }) ?? nil {
+                blockEnded(block, &output)
+            }
         case .rstStream(let id): rstStream(id, &output)
         case .settings(let settings): apply(settings, &output)
         case .settingsAck:
@@ -201,16 +199,21 @@ final package class HTTP2Session: ProtocolSession {
         !goAway.isIgnored(id) && (id & 1 == 0 || id > history.highestOpened)
     }
 
+    /// Runs a step that may fail the connection: nil when it did (GOAWAY with its error).
+    @discardableResult
+    private func attempt<R>(_ output: inout Output, _ step: () throws(ConnectionError) -> R) -> R? {
+        do throws(ConnectionError) {
+            return try step()
+        } catch {
+            fail(error, &output)
+            return nil
+        }
+    }
+
     /// Spends from a flood budget; false, the connection failed, when it was empty.
     @discardableResult
     private func spend(_ kind: FloodGuard.Spend, _ output: inout Output) -> Bool {
-        do throws(ConnectionError) {
-            try floods.spend(kind, now: clock.now)
-            return true
-        } catch {
-            fail(error, &output)
-            return false
-        }
+        attempt(&output) { () throws(ConnectionError) in try floods.spend(kind, now: clock.now) } != nil
     }
 
     private func data(_ id: Int32, _ content: UnsafeRawBufferPointer, _ flowLength: Int, _ endStream: Bool, _ output: inout Output) {
@@ -263,8 +266,10 @@ final package class HTTP2Session: ProtocolSession {
             case .reusedIdentifier: return fail(.protocolError, "a stream id lower than one already used", &output)
             }
         }
-        let block = HeaderBlock(streamID: id, endStream: endStream, target: target, receivedBytes: fragment.count)
-        do throws(ConnectionError) { try blockEnded(blocks.begin(block, fragment, isLast: endHeaders), &output) } catch { fail(error, &output) }
+        var block = HeaderBlock(streamID: id, endStream: endStream, target: target, receivedBytes: fragment.count)
+        if attempt(&output, { () throws(ConnectionError) in try blocks.begin(&block, fragment, isLast: endHeaders) }) == true {
+            blockEnded(block, &output)
+        }
     }
 
     /// idle → open (§5.1): a new stream in the table; one whose request does not come whole in
@@ -277,10 +282,9 @@ final package class HTTP2Session: ProtocolSession {
         return stream
     }
 
-    /// A header block is whole and decoded (`nil`: not yet): the request it completes is
-    /// checked as a whole and, with END_STREAM, answered.
-    private func blockEnded(_ block: HeaderBlock?, _ output: inout Output) {
-        guard let block else { return }
+    /// A header block is whole and decoded: the request it completes is checked as a whole
+    /// and, with END_STREAM, answered.
+    private func blockEnded(_ block: borrowing HeaderBlock, _ output: inout Output) {
         switch block.target {
         case .request(let stream):
             if block.malformed != nil || block.check.finish() != nil { return reset(stream, .protocolError, &output) }
@@ -367,13 +371,7 @@ final package class HTTP2Session: ProtocolSession {
     private func writePreface(_ output: inout Output) {
         guard !sentPreface else { return }
         sentPreface = true
-        output.appendSettings([
-            (SettingID.maxConcurrentStreams, configuration.maxConcurrentStreams),
-            (SettingID.maxHeaderListSize, configuration.maxHeaderListSize),
-            (SettingID.initialWindowSize, configuration.initialWindowSize),
-            // RFC 9218 §2.1: no priority tree (PRIORITY frames are checked, then ignored).
-            (SettingID.noRFC7540Priorities, 1),
-        ])
+        output.appendSettings(configuration.announced)
     }
 
     private func produce(_ output: inout Output) {

@@ -58,42 +58,38 @@ struct HeaderBlockReader {
         maxContinuationFrames = configuration.maxContinuationFrames
     }
 
-    /// HEADERS: `block` begins with `fragment`. Returns it once whole and decoded.
-    mutating func begin(_ block: HeaderBlock, _ fragment: UnsafeRawBufferPointer, isLast: Bool) throws(ConnectionError) -> HeaderBlock? {
-        current = block
-        return try take(fragment, isLast: isLast)
+    /// HEADERS: `block` begins with `fragment`. True when that is the whole block, decoded in
+    /// place (a usual request: the block is never stored, nor copied); false when it waits here
+    /// for CONTINUATION frames.
+    mutating func begin(_ block: inout HeaderBlock, _ fragment: UnsafeRawBufferPointer, isLast: Bool) throws(ConnectionError) -> Bool {
+        guard isLast else {
+            block.gathered.append(contentsOf: fragment)
+            current = block
+            return false
+        }
+        try HeaderBlockReader.check(decode(fragment, into: &block))
+        return true
     }
 
-    /// CONTINUATION: the next fragment of the current block. Returns the block once whole.
+    /// CONTINUATION: the next fragment of the current block. Returns the block once whole and
+    /// decoded (the fragments gathered first, bounded by the header list limit).
     mutating func `continue`(_ fragment: UnsafeRawBufferPointer, isLast: Bool) throws(ConnectionError) -> HeaderBlock? {
         guard current != nil else { throw ConnectionError(.protocolError, "CONTINUATION without HEADERS") }
         current!.receivedBytes += fragment.count
         current!.continuations += 1
         if current!.continuations > maxContinuationFrames { throw ConnectionError(.enhanceYourCalm, "too many CONTINUATION frames") }
         if current!.receivedBytes > maxHeaderListSize { throw ConnectionError(.enhanceYourCalm, "header block over the limit") }
-        return try take(fragment, isLast: isLast)
+        current!.gathered.append(contentsOf: fragment)
+        guard isLast, var block = current.take() else { return nil }
+        var whole: [UInt8] = []
+        swap(&whole, &block.gathered)
+        try HeaderBlockReader.check(whole.withUnsafeBytes { decode($0, into: &block) })
+        return block
     }
 
-    /// Gathers a fragment; at the block's end, decodes the whole block (a block in several
-    /// frames is gathered first, bounded by the header list limit).
-    private mutating func take(_ fragment: UnsafeRawBufferPointer, isLast: Bool) throws(ConnectionError) -> HeaderBlock? {
-        guard isLast else {
-            current!.gathered.append(contentsOf: fragment)
-            return nil
-        }
-        var block = current!
-        current = nil
-        let outcome: HeaderDecoder.Outcome
-        if block.gathered.isEmpty {
-            outcome = decode(fragment, into: &block)
-        } else {
-            var whole: [UInt8] = []
-            swap(&whole, &block.gathered)
-            whole.append(contentsOf: fragment)
-            outcome = whole.withUnsafeBytes { decode($0, into: &block) }
-        }
+    private static func check(_ outcome: HeaderDecoder.Outcome) throws(ConnectionError) {
         switch outcome {
-        case .done: return block
+        case .done: return
         case .invalid: throw ConnectionError(.compressionError, "an invalid header block")
         case .stopped: throw ConnectionError(.enhanceYourCalm, "header list over the limit")
         }
