@@ -20,7 +20,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql prometheus \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-store bench-monitor bench-instr test-sanitize test-tls deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-store bench-monitor bench-instr test-sanitize test-tls test-h2spec deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -423,6 +423,13 @@ test-tls: deps
 	$(call apt_install,$(TLS_PACKAGES))
 	$(SWIFT) build -c release --product aasa
 	python3 Scripts/test-tls.py
+
+# A strict h2spec run (h2spec -S, 147 cases) against `aasa serve` over TLS and h2c
+# (Scripts/h2spec.sh); every case must pass. h2spec is not packaged for Debian: H2SPEC=binary,
+# or .build/h2spec, or H2SPEC_SRC=checkout of its source to build it there. AASA_BUILD=release
+# for the release build (default debug). Not part of `make test`.
+test-h2spec: deps
+	Scripts/h2spec.sh
 
 clean:
 	rm -rf .build .build-tsan .build-asan $(FUZZ_DIR)
