@@ -258,14 +258,18 @@ struct SnapshotBuilder: Sendable {
         }
         work?.add()
         let old = previous.index[siteName]
-        // Its files are looked up from the folder; one that cannot be opened (no read
-        // permission) by their paths, which then say what is wrong with each.
+        // Its files are looked up from the folder, listed once; one that cannot be opened or
+        // listed (no read permission) by their paths, which then say what is wrong with each.
         let opened = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if opened >= 0 { close(opened) } }
+        let listing = opened >= 0 ? (try? SiteFolderListing(opened)) ?? .unlisted : .unlisted
         // A folder with any of the association files is a site (docs/serving.md, "Config directory").
-        let files = AssociationFileKind.allCases.compactMap { kind in
-            loadFile(kind, in: folder, directory: opened, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced,
-                     findings: findings)
+        let files = AssociationFileKind.allCases.compactMap { kind -> SiteFile? in
+            let presence = listing[kind]
+            // Not listed: not there, as a failed stat would have said, whatever was there before.
+            if presence == .absent { return nil }
+            return loadFile(kind, presence: presence, in: folder, directory: opened, site: siteName, old: old?.file(kind),
+                            isNewSite: old == nil, forced: forced, findings: findings)
         }
         guard !files.isEmpty else { return nil }
         if let old, old.files.count == files.count, zip(old.files, files).allSatisfy({ $0 === $1 }) {
@@ -276,8 +280,8 @@ struct SnapshotBuilder: Sendable {
     }
 
     /// One association file of a site folder: nil when the folder has none of this kind.
-    private func loadFile(_ kind: AssociationFileKind, in folder: String, directory opened: Int32, site: SiteName, old: SiteFile?,
-                          isNewSite: Bool, forced: Bool, findings: StartupFindings) -> SiteFile? {
+    private func loadFile(_ kind: AssociationFileKind, presence: SiteFolderListing.Presence, in folder: String, directory opened: Int32,
+                          site: SiteName, old: SiteFile?, isNewSite: Bool, forced: Bool, findings: StartupFindings) -> SiteFile? {
         let path = folder + "/" + kind.fileName
         let (directory, name) = opened >= 0 ? (opened, kind.fileName) : (AT_FDCWD, path)
         if !forced, let old, let stamp = old.stamp, FileStamp(name, in: directory) == stamp {
@@ -290,7 +294,7 @@ struct SnapshotBuilder: Sendable {
         let mtime: Int
         let stamp: FileStamp
         do {
-            guard let read = try SnapshotBuilder.read(name, in: directory) else { return nil }
+            guard let read = try SnapshotBuilder.read(name, in: directory, listedAsRegular: presence == .regularFile) else { return nil }
             work?.addRead()
             (bytes, mtime, stamp) = read
         } catch {
@@ -442,18 +446,23 @@ struct SnapshotBuilder: Sendable {
 
     /// `name` in the directory open as `directory` (its descriptor, or AT_FDCWD for a path):
     /// a site's files are looked up from their folder, one path component each, instead of
-    /// walking the whole path again for each of the four names.
-    static func read(_ name: String, in directory: Int32) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
+    /// walking the whole path again for each of the four names. `listedAsRegular`: the folder's
+    /// listing says it is a regular file, so the `stat` that keeps a device from being opened
+    /// is not needed (the `fstat` of the open file still decides, as after that `stat`).
+    static func read(_ name: String, in directory: Int32,
+                     listedAsRegular: Bool = false) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
         // Refused before it is opened at all, where stat can tell: opening a device can have
         // effects of its own. fstat below decides, in case the file changes in between.
-        var before = stat()
-        if fstatat(directory, name, &before, 0) == 0 {
-            if before.st_mode & S_IFMT != S_IFREG {
-                throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+        if !listedAsRegular {
+            var before = stat()
+            if fstatat(directory, name, &before, 0) == 0 {
+                if before.st_mode & S_IFMT != S_IFREG {
+                    throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+                }
+            } else if errno == ENOENT || errno == ENOTDIR {
+                // No such file: most sites have one or two of the four kinds.
+                return nil
             }
-        } else if errno == ENOENT || errno == ENOTDIR {
-            // No such file: most sites have one or two of the four kinds.
-            return nil
         }
         let fd = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
