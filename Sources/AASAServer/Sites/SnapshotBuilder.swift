@@ -98,7 +98,8 @@ struct SnapshotBuilder: Sendable {
         } else {
             names = Array(scope.sites.union(scope.checkedSites))
         }
-        let loaded = loadSites(names, isDirectory: isDirectory, previous: previous, forced: scope.sites, findings: findings)
+        let loaded = loadSites(names, isDirectory: isDirectory, previous: previous, forced: scope.sites, certificates: certificates.store,
+                               findings: findings)
         var changes = loaded
         if scope.allSites {
             // Sites whose folders are gone.
@@ -119,7 +120,6 @@ struct SnapshotBuilder: Sendable {
         var index = previous.index
         var summary = previous.summary
         var outcome = Outcome(snapshot: previous)
-        var touched: [SiteName] = []
         // Above this many changes (a start, a SIGHUP after a deploy) the list and index are
         // built again in one pass; below, each change copies one chunk and one shard.
         let bulkLimit = 1000
@@ -133,8 +133,10 @@ struct SnapshotBuilder: Sendable {
                     outcome.removedSites += site == nil ? 1 : 0
                 }
                 if let site {
-                    touched.append(site.name)
+                    // New and replaced sites enter the summary as loaded, coverage included.
+                    summary.add(site)
                     outcome.changedSites.append(site)
+                    if site.certificateCovers == false, old?.certificateCovers != false { noteNotCovered(site.name, findings) }
                 }
                 replaced[folder] = site
             }
@@ -162,10 +164,10 @@ struct SnapshotBuilder: Sendable {
                 }
             }
         }
-        // Coverage: the sites loaded now, and the sites the changed certificates name.
-        let touchedSet = Set(touched)
-        if usesTLS {
-            var recheck = touchedSet
+        // Coverage of the sites the changed certificates name: the sites loaded now have theirs
+        // (all of them in a first build).
+        if usesTLS, !previous.index.isEmpty {
+            var recheck: Set<SiteName> = []
             if certificates.changedWildcards {
                 // A wildcard certificate changed: any site one label under it may have changed;
                 // rare enough to look every site up once (lookups, not pairs).
@@ -181,18 +183,13 @@ struct SnapshotBuilder: Sendable {
             for name in recheck {
                 guard let site = index[name] else { continue }
                 let covered = certificates.store.covers(SnapshotBuilder.coverageProbe(name), work: work)
-                if !covered, previous.index[name]?.certificateCovers != false {
-                    findings.note(.siteNotCovered, level: .warning,
-                                  "site \(name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
-                }
                 // Coverage goes into a new Site object, never into one already published (a
                 // reused site may be read by a loop right now).
                 let next = site.with(certificateCovers: covered)
                 guard next !== site else { continue }
-                if !touchedSet.contains(name) {
-                    summary.add(site, -1)
-                    summary.add(next)
-                }
+                if !covered { noteNotCovered(name, findings) }
+                summary.add(site, -1)
+                summary.add(next)
                 updated[name] = next
             }
             if updated.count > bulkLimit {
@@ -207,14 +204,15 @@ struct SnapshotBuilder: Sendable {
                 }
             }
         }
-        // New and replaced sites enter the summary as they ended, coverage included.
-        for name in touchedSet {
-            if let site = index[name] { summary.add(site) }
-        }
         outcome.changedCertificates = certificates.changedCount
         outcome.snapshot = SiteSnapshot(sites: list, index: index, certificates: certificates.store,
                                         certificateFiles: certificates.files, summary: summary)
         return outcome
+    }
+
+    private func noteNotCovered(_ name: SiteName, _ findings: StartupFindings) {
+        findings.note(.siteNotCovered, level: .warning,
+                      "site \(name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
     }
 
     /// The host a site's coverage is checked with: a wildcard site `*.example.org` is covered
@@ -240,15 +238,18 @@ struct SnapshotBuilder: Sendable {
 
     /// Loads the named folders; nil for a folder that is not (or no longer) a site.
     private func loadSites(_ names: [String], isDirectory: [Bool?], previous: SiteSnapshot, forced: Set<String>,
-                           findings: StartupFindings) -> [(folder: String, site: Site?)] {
+                           certificates: CertificateStore, findings: StartupFindings) -> [(folder: String, site: Site?)] {
         let results = SnapshotBuilder.map(names.count) { i in
             loadSite(names[i], isDirectory: i < isDirectory.count ? isDirectory[i] : nil, previous: previous,
-                     forced: forced.contains(names[i]), findings: findings)
+                     forced: forced.contains(names[i]), certificates: certificates, findings: findings)
         }
         return names.indices.map { (names[$0], results[$0]) }
     }
 
-    private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, findings: StartupFindings) -> Site? {
+    /// The site in folder `name`: the previous object when none of its files changed, else a
+    /// new one, its coverage looked up in `certificates` (the store this build publishes).
+    private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, certificates: CertificateStore,
+                          findings: StartupFindings) -> Site? {
         guard !name.hasPrefix(".") else { return nil }
         let folder = configDirectory + "/" + name
         guard isDirectory ?? DirectoryListing.isDirectory(folder) else { return nil }
@@ -276,7 +277,9 @@ struct SnapshotBuilder: Sendable {
             // Nothing changed: the same object.
             return old
         }
-        return Site(name: siteName, folder: folder, files: files, certificateCovers: old?.certificateCovers)
+        // Its coverage now, not in a second object once the snapshot is put together.
+        let covers = usesTLS ? certificates.covers(SnapshotBuilder.coverageProbe(siteName), work: work) : nil
+        return Site(name: siteName, folder: folder, files: files, certificateCovers: covers)
     }
 
     /// One association file of a site folder: nil when the folder has none of this kind.
