@@ -14,6 +14,9 @@ package enum DirectoryListing {
         /// Every byte of the name is ASCII: then String's own `<`, which compares such strings
         /// with memcmp, gives byte order.
         var isASCII = false
+        /// The name's first eight bytes, big-endian, zero-padded: most comparisons of a sort end
+        /// with these two integers (host names seldom share eight bytes), not in two Strings.
+        var prefix: UInt64 = 0
 
         package var isDirectory: Bool? { type == UInt8(DT_DIR) ? true : type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN) ? nil : false }
         package var isFile: Bool? { type == UInt8(DT_REG) ? true : type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN) ? nil : false }
@@ -44,10 +47,17 @@ package enum DirectoryListing {
             let length = strlen(UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self))
             let raw = UnsafeBufferPointer(start: bytes, count: length)
             if raw.elementsEqual(".".utf8) || raw.elementsEqual("..".utf8) { continue }
-            entries.append(Entry(name: String(decoding: raw, as: UTF8.self), type: entry.pointee.d_type, isASCII: !raw.contains { $0 >= 0x80 }))
+            var prefix: UInt64 = 0
+            for i in 0..<8 { prefix = prefix << 8 | UInt64(i < length ? raw[i] : 0) }
+            entries.append(Entry(name: String(decoding: raw, as: UTF8.self), type: entry.pointee.d_type, isASCII: !raw.contains { $0 >= 0x80 },
+                                 prefix: prefix))
         }
         guard sorted else { return entries }
-        return entries.sorted { $0.isASCII && $1.isASCII ? $0.name < $1.name : bytewise($0.name, $1.name) }
+        return entries.sorted { a, b in
+            // A name has no NUL byte: equal prefixes of names up to eight bytes long are equal names.
+            if a.prefix != b.prefix { return a.prefix < b.prefix }
+            return a.isASCII && b.isASCII ? a.name < b.name : bytewise(a.name, b.name)
+        }
     }
 
     /// Every entry of the directory open as `fd` but `.` and `..`, in the kernel's order, as the
