@@ -16,8 +16,9 @@ without debug sections (valgrind 3.19 cannot read the toolchain's DWARF 5), with
 SWIFT_DETERMINISTIC_HASHING=1. Prints a Markdown table; writes bench/results/startup.json.
 AASA_BIN picks another binary (an older build, side by side).
 """
-import collections, json, os, re, signal, subprocess, sys, tempfile, time
+import collections, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sites  # noqa: E402  (the data set and its cache)
 
@@ -34,8 +35,7 @@ def server_args(binary, root):
 
 
 def environment():
-    env = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1", AASA_TEST_WATCH_DELAY_MS="10000")
-    return env
+    return dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1", AASA_TEST_WATCH_DELAY_MS="10000")
 
 
 def start(command, log_path):
@@ -66,6 +66,23 @@ def stop(proc):
             proc.wait()
 
 
+def stop_traced(proc):
+    """The server is strace's child: stopped by its own PID (strace, stopped, would detach and
+    leave it running), then strace ends with it."""
+    if proc.poll() is not None:
+        return
+    with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+        children = [int(pid) for pid in f.read().split()]
+    for pid in children:
+        os.kill(pid, signal.SIGTERM)
+    try:
+        proc.wait(120)
+    except subprocess.TimeoutExpired:
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
+        proc.wait()
+
+
 def instructions(binary, root, work):
     """Ir of every thread, from the start to ControlLoop.run()."""
     out = os.path.join(work, "callgrind.out")
@@ -87,16 +104,7 @@ def syscalls(binary, root, work):
     log = os.path.join(work, "strace.log")
     proc = start(["strace", "-f", "-qq", "-s", "256", "-o", trace] + server_args(binary, root), log)
     wait_for(lambda: "ready:" in open(log).read(), proc, "ready", 900)
-    # The server is strace's child: stopped by its own PID (strace, stopped, would detach and
-    # leave it running), then strace ends with it.
-    with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-        server = int(f.read().split()[0])
-    os.kill(server, signal.SIGTERM)
-    try:
-        proc.wait(120)
-    except subprocess.TimeoutExpired:
-        os.kill(server, signal.SIGKILL)
-        proc.wait()
+    stop_traced(proc)
     counts = collections.Counter()
     call = re.compile(r"^\d+\s+([a-z_0-9]+)\(")
     with open(trace) as f:
@@ -122,12 +130,16 @@ def main():
         counts = syscalls(stripped, root, work)
     finally:
         for proc in STARTED:
-            stop(proc)
+            if proc.args[0] == "strace":
+                stop_traced(proc)
+            else:
+                stop(proc)
+        shutil.rmtree(work, ignore_errors=True)
     total = sum(counts.values())
     row = {"sites": SITES, "binary": binary, "instructions_to_ready": ir, "syscalls_to_ready": total,
            "syscalls_per_site": total / SITES, "by_name": dict(counts.most_common())}
-    print(f"| sites | instructions to ready | syscalls to ready | syscalls per site |")
-    print(f"|---|---|---|---|")
+    print("| sites | instructions to ready | syscalls to ready | syscalls per site |")
+    print("|---|---|---|---|")
     print(f"| {SITES} | {ir / 1e9:.3f} G | {total} | {total / SITES:.2f} |")
     print()
     print("| syscall | count | per site |")
@@ -137,7 +149,6 @@ def main():
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "startup.json"), "w") as f:
         json.dump(row, f, indent=1)
-    subprocess.run(["rm", "-rf", work], check=False)
 
 
 if __name__ == "__main__":
