@@ -20,7 +20,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql prometheus \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-store bench-monitor bench-instr test-sanitize test-tls test-h2spec deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-store bench-monitor bench-instr bench-startup test-sanitize test-tls test-h2spec deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -386,6 +386,16 @@ bench-instr: deps
 	$(call apt_install,$(INSTR_PACKAGES))
 	$(SWIFT) build -c release --product aasa
 	python3 bench/instr.py $(INSTR_ARGS)
+
+# Instructions (callgrind) and syscalls (strace) of one start to `ready:` on bench-sites' data set
+# (bench/startup.py), 10 000 sites by default. Not part of `make test`; about 5 minutes.
+# BENCH_STARTUP_SITES=1000 for a quicker run; AASA_BIN=... for another build, side by side.
+STARTUP_PACKAGES    := python3 python3-cryptography valgrind strace binutils
+BENCH_STARTUP_SITES ?= 10000
+bench-startup: deps
+	$(call apt_install,$(STARTUP_PACKAGES))
+	$(SWIFT) build -c release --product aasa
+	BENCH_STARTUP_SITES="$(BENCH_STARTUP_SITES)" python3 bench/startup.py
 
 # The server's suites (in process: AASAServerTests and the tests of the layers it runs on,
 # AASASessionsTests, AASATransportTests and AASAClientTests; aasaTests' Serve* suites against the

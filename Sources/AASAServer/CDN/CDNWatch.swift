@@ -33,7 +33,6 @@ public struct CDNWatchConfiguration: Sendable {
 final class CDNWatch: Sendable {
     let configuration: CDNWatchConfiguration
     private let state = Locked<WatchState>(WatchState())
-    private let client: Result<HTTPSClient, HTTPClientError>
 
     private struct WatchState {
         var schedule: CDNSchedule?
@@ -43,12 +42,6 @@ final class CDNWatch: Sendable {
 
     init(configuration: CDNWatchConfiguration) {
         self.configuration = configuration
-        var c = HTTPSClient.Configuration(timeoutSeconds: Double(configuration.timeoutMilliseconds) / 1000, caFile: configuration.caFile,
-                                          userAgent: configuration.userAgent)
-        c.caFileKeepsSystemStore = true
-        // An AASA file is at most 128 KB; a CDN that sends more is not sending one.
-        c.maxBodyBytes = 256 * 1024
-        do { client = .success(try HTTPSClient(c)) } catch { client = .failure(error) }
         let settings = CDNSchedule.Settings(intervalSeconds: configuration.intervalSeconds, rate: configuration.rate,
                                             timeoutMilliseconds: configuration.timeoutMilliseconds)
         state.withLock { $0.schedule = CDNSchedule(settings: settings) }
@@ -97,10 +90,24 @@ final class CDNWatch: Sendable {
         return (changed, gone)
     }
 
-    func start(state server: ServerState, log: Log) {
-        if case .failure(let error) = client {
+    /// The client of every check. Made by the watch's thread, after the server is ready:
+    /// loading the system's trusted certificates costs as much as reading 700 sites
+    /// (docs/performance.md, "Start-up at 100 000 sites").
+    private func makeClient(_ log: Log) -> Result<HTTPSClient, HTTPClientError> {
+        var c = HTTPSClient.Configuration(timeoutSeconds: Double(configuration.timeoutMilliseconds) / 1000, caFile: configuration.caFile,
+                                          userAgent: configuration.userAgent)
+        c.caFileKeepsSystemStore = true
+        // An AASA file is at most 128 KB; a CDN that sends more is not sending one.
+        c.maxBodyBytes = 256 * 1024
+        do throws(HTTPClientError) {
+            return .success(try HTTPSClient(c))
+        } catch {
             log.error("cdn: cannot load the trusted certificates for \(configuration.base): \(error.message)")
+            return .failure(error)
         }
+    }
+
+    func start(state server: ServerState, log: Log) {
         log.info("cdn: watching Apple's CDN at \(configuration.base.isSecure ? "https" : "http")://\(configuration.base.host):\(configuration.base.port) every \(configuration.intervalSeconds) s, at most \(configuration.rate) requests/s")
         // The sites are known (and `pending`) before the server says it is ready.
         let (snapshot, generation) = server.snapshots.load()
@@ -114,6 +121,7 @@ final class CDNWatch: Sendable {
     }
 
     private func run(_ server: ServerState, _ log: Log, snapshot first: SiteSnapshot, generation firstGeneration: Int) {
+        let client = makeClient(log)
         var previous = first
         var generation = firstGeneration
         while !server.draining.load(ordering: .relaxed) {
@@ -140,14 +148,14 @@ final class CDNWatch: Sendable {
                 return (CDNWatch.apply(events, &s), s.schedule!.nextWake(now: now))
             }
             write(lines, log)
-            for check in starts { spawn(check, log) }
+            for check in starts { spawn(check, client, log) }
             // At most 100 ms asleep: a reload is noticed, and a check started, within that.
             let sleep = min(100_000, max(1000, (wake ?? Int64.max) - monotonicMicroseconds()))
             usleep(UInt32(sleep))
         }
     }
 
-    private func spawn(_ check: CDNSchedule.Check, _ log: Log) {
+    private func spawn(_ check: CDNSchedule.Check, _ client: Result<HTTPSClient, HTTPClientError>, _ log: Log) {
         let url = url(for: check.host)
         let started = startDetachedThread { [self] in
             let answer: CDNAnswer

@@ -109,13 +109,13 @@ extension CertificateStore {
         case failed
     }
 
-    /// Loads one key pair (docs/serving.md, "Certificates").
-    static func load(_ candidate: Candidate, directory: String, findings: StartupFindings,
+    /// Loads one key pair (docs/serving.md, "Certificates"). `keyMode`: the key file's mode, from
+    /// the `stat` that took its stamp (nil when that failed, and the read will say why).
+    static func load(_ candidate: Candidate, keyMode: mode_t?, directory: String, findings: StartupFindings,
                      keys: KeyReader? = nil) -> Loaded {
-        var st = stat()
-        if stat(candidate.key, &st) == 0, st.st_mode & 0o077 != 0 {
+        if let keyMode, keyMode & 0o077 != 0 {
             findings.note(.keyReadableByOthers, level: .warning,
-                          "warning: private key \(candidate.key) is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it")
+                          "warning: private key \(candidate.key) is readable by group or others (mode \(String(keyMode & 0o777, radix: 8))); chmod 600 it")
         }
         let certificate: TLSCertificate
         do {

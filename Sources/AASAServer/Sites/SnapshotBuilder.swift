@@ -98,7 +98,8 @@ struct SnapshotBuilder: Sendable {
         } else {
             names = Array(scope.sites.union(scope.checkedSites))
         }
-        let loaded = loadSites(names, isDirectory: isDirectory, previous: previous, forced: scope.sites, findings: findings)
+        let loaded = loadSites(names, isDirectory: isDirectory, previous: previous, forced: scope.sites, certificates: certificates.store,
+                               findings: findings)
         var changes = loaded
         if scope.allSites {
             // Sites whose folders are gone.
@@ -119,7 +120,6 @@ struct SnapshotBuilder: Sendable {
         var index = previous.index
         var summary = previous.summary
         var outcome = Outcome(snapshot: previous)
-        var touched: [SiteName] = []
         // Above this many changes (a start, a SIGHUP after a deploy) the list and index are
         // built again in one pass; below, each change copies one chunk and one shard.
         let bulkLimit = 1000
@@ -133,8 +133,10 @@ struct SnapshotBuilder: Sendable {
                     outcome.removedSites += site == nil ? 1 : 0
                 }
                 if let site {
-                    touched.append(site.name)
+                    // New and replaced sites enter the summary as loaded, coverage included.
+                    summary.add(site)
                     outcome.changedSites.append(site)
+                    if site.certificateCovers == false, old?.certificateCovers != false { noteNotCovered(site.name, findings) }
                 }
                 replaced[folder] = site
             }
@@ -162,10 +164,10 @@ struct SnapshotBuilder: Sendable {
                 }
             }
         }
-        // Coverage: the sites loaded now, and the sites the changed certificates name.
-        let touchedSet = Set(touched)
-        if usesTLS {
-            var recheck = touchedSet
+        // Coverage of the sites the changed certificates name: the sites loaded now have theirs
+        // (all of them in a first build).
+        if usesTLS, !previous.index.isEmpty {
+            var recheck: Set<SiteName> = []
             if certificates.changedWildcards {
                 // A wildcard certificate changed: any site one label under it may have changed;
                 // rare enough to look every site up once (lookups, not pairs).
@@ -181,18 +183,13 @@ struct SnapshotBuilder: Sendable {
             for name in recheck {
                 guard let site = index[name] else { continue }
                 let covered = certificates.store.covers(SnapshotBuilder.coverageProbe(name), work: work)
-                if !covered, previous.index[name]?.certificateCovers != false {
-                    findings.note(.siteNotCovered, level: .warning,
-                                  "site \(name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
-                }
                 // Coverage goes into a new Site object, never into one already published (a
                 // reused site may be read by a loop right now).
                 let next = site.with(certificateCovers: covered)
                 guard next !== site else { continue }
-                if !touchedSet.contains(name) {
-                    summary.add(site, -1)
-                    summary.add(next)
-                }
+                if !covered { noteNotCovered(name, findings) }
+                summary.add(site, -1)
+                summary.add(next)
                 updated[name] = next
             }
             if updated.count > bulkLimit {
@@ -207,14 +204,15 @@ struct SnapshotBuilder: Sendable {
                 }
             }
         }
-        // New and replaced sites enter the summary as they ended, coverage included.
-        for name in touchedSet {
-            if let site = index[name] { summary.add(site) }
-        }
         outcome.changedCertificates = certificates.changedCount
         outcome.snapshot = SiteSnapshot(sites: list, index: index, certificates: certificates.store,
                                         certificateFiles: certificates.files, summary: summary)
         return outcome
+    }
+
+    private func noteNotCovered(_ name: SiteName, _ findings: StartupFindings) {
+        findings.note(.siteNotCovered, level: .warning,
+                      "site \(name): no certificate in \(certsDirectory ?? "--certs") covers it; HTTPS clients will see a name mismatch")
     }
 
     /// The host a site's coverage is checked with: a wildcard site `*.example.org` is covered
@@ -240,15 +238,18 @@ struct SnapshotBuilder: Sendable {
 
     /// Loads the named folders; nil for a folder that is not (or no longer) a site.
     private func loadSites(_ names: [String], isDirectory: [Bool?], previous: SiteSnapshot, forced: Set<String>,
-                           findings: StartupFindings) -> [(folder: String, site: Site?)] {
+                           certificates: CertificateStore, findings: StartupFindings) -> [(folder: String, site: Site?)] {
         let results = SnapshotBuilder.map(names.count) { i in
             loadSite(names[i], isDirectory: i < isDirectory.count ? isDirectory[i] : nil, previous: previous,
-                     forced: forced.contains(names[i]), findings: findings)
+                     forced: forced.contains(names[i]), certificates: certificates, findings: findings)
         }
         return names.indices.map { (names[$0], results[$0]) }
     }
 
-    private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, findings: StartupFindings) -> Site? {
+    /// The site in folder `name`: the previous object when none of its files changed, else a
+    /// new one, its coverage looked up in `certificates` (the store this build publishes).
+    private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, certificates: CertificateStore,
+                          findings: StartupFindings) -> Site? {
         guard !name.hasPrefix(".") else { return nil }
         let folder = configDirectory + "/" + name
         guard isDirectory ?? DirectoryListing.isDirectory(folder) else { return nil }
@@ -258,26 +259,32 @@ struct SnapshotBuilder: Sendable {
         }
         work?.add()
         let old = previous.index[siteName]
-        // Its files are looked up from the folder; one that cannot be opened (no read
-        // permission) by their paths, which then say what is wrong with each.
+        // Its files are looked up from the folder, listed once; one that cannot be opened or
+        // listed (no read permission) by their paths, which then say what is wrong with each.
         let opened = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if opened >= 0 { close(opened) } }
+        let listing = opened >= 0 ? (try? SiteFolderListing(opened)) ?? .unlisted : .unlisted
         // A folder with any of the association files is a site (docs/serving.md, "Config directory").
-        let files = AssociationFileKind.allCases.compactMap { kind in
-            loadFile(kind, in: folder, directory: opened, site: siteName, old: old?.file(kind), isNewSite: old == nil, forced: forced,
-                     findings: findings)
+        let files = AssociationFileKind.allCases.compactMap { kind -> SiteFile? in
+            let presence = listing[kind]
+            // Not listed: not there, as a failed stat would have said, whatever was there before.
+            if presence == .absent { return nil }
+            return loadFile(kind, presence: presence, in: folder, directory: opened, site: siteName, old: old?.file(kind),
+                            isNewSite: old == nil, forced: forced, findings: findings)
         }
         guard !files.isEmpty else { return nil }
         if let old, old.files.count == files.count, zip(old.files, files).allSatisfy({ $0 === $1 }) {
             // Nothing changed: the same object.
             return old
         }
-        return Site(name: siteName, folder: folder, files: files, certificateCovers: old?.certificateCovers)
+        // Its coverage now, not in a second object once the snapshot is put together.
+        let covers = usesTLS ? certificates.covers(SnapshotBuilder.coverageProbe(siteName), work: work) : nil
+        return Site(name: siteName, folder: folder, files: files, certificateCovers: covers)
     }
 
     /// One association file of a site folder: nil when the folder has none of this kind.
-    private func loadFile(_ kind: AssociationFileKind, in folder: String, directory opened: Int32, site: SiteName, old: SiteFile?,
-                          isNewSite: Bool, forced: Bool, findings: StartupFindings) -> SiteFile? {
+    private func loadFile(_ kind: AssociationFileKind, presence: SiteFolderListing.Presence, in folder: String, directory opened: Int32,
+                          site: SiteName, old: SiteFile?, isNewSite: Bool, forced: Bool, findings: StartupFindings) -> SiteFile? {
         let path = folder + "/" + kind.fileName
         let (directory, name) = opened >= 0 ? (opened, kind.fileName) : (AT_FDCWD, path)
         if !forced, let old, let stamp = old.stamp, FileStamp(name, in: directory) == stamp {
@@ -290,7 +297,7 @@ struct SnapshotBuilder: Sendable {
         let mtime: Int
         let stamp: FileStamp
         do {
-            guard let read = try SnapshotBuilder.read(name, in: directory) else { return nil }
+            guard let read = try SnapshotBuilder.read(name, in: directory, listedAsRegular: presence == .regularFile) else { return nil }
             work?.addRead()
             (bytes, mtime, stamp) = read
         } catch {
@@ -356,54 +363,61 @@ struct SnapshotBuilder: Sendable {
         var update = CertificateUpdate(store: previous.certificates, files: previous.certificateFiles)
         guard usesTLS, let certsDirectory else { return update }
         // The names to look at, and where each one's files are now (nil: gone).
-        var found: [(name: String, candidate: CertificateStore.Candidate?)] = []
+        let found: [(name: String, candidate: CertificateStore.Candidate?)]
         if scope.allCertificates {
             guard let candidates = try? CertificateStore.candidates(in: certsDirectory, skipped: { findings.error($0) }) else {
                 log.error("certificates: cannot read \(certsDirectory); the certificates loaded before keep serving")
                 return update
             }
-            let present = Set(candidates.map(\.name))
-            found = candidates.map { ($0.name, $0) }
-            for name in previous.certificateFiles.keys where !present.contains(name) { found.append((name, nil)) }
+            var listed = candidates.map { (name: $0.name, candidate: Optional($0)) }
+            if !previous.certificateFiles.isEmpty {
+                let present = Set(candidates.map(\.name))
+                for name in previous.certificateFiles.keys where !present.contains(name) { listed.append((name, nil)) }
+            }
+            found = listed
         } else {
-            for name in scope.certificates {
-                found.append((name, CertificateStore.candidate(named: name, in: certsDirectory, skipped: { findings.error($0) })))
+            found = scope.certificates.map { name in
+                (name, CertificateStore.candidate(named: name, in: certsDirectory, skipped: { findings.error($0) }))
             }
         }
-        // Loaded again only when a file's stamp changed, or it was named by a change.
-        var toLoad: [(CertificateStore.Candidate, CertificateFiles)] = []
+        // Each pair's stamps, then its load when they changed or it was named by a change, in
+        // one pass on every core: at 100 000 certificates the stamps alone are 200 000 stats.
+        let keys = KeyReader()
+        let results = SnapshotBuilder.map(found.count) { i -> (files: CertificateFiles, loaded: CertificateStore.Loaded?)? in
+            guard let candidate = found[i].candidate else { return nil }
+            // The key's stat gives its stamp and its mode (a key readable by others is said).
+            var key = stat()
+            let keyStamp = stat(candidate.key, &key) == 0 ? FileStamp(key) : nil
+            let files = CertificateFiles(certificate: candidate.certificate, certificateStamp: FileStamp(path: candidate.certificate),
+                                         keyStamp: keyStamp)
+            if previous.certificateFiles[found[i].name] == files, !scope.certificates.contains(found[i].name) { return (files, nil) }
+            work?.add()
+            work?.addRead()
+            return (files, CertificateStore.load(candidate, keyMode: keyStamp != nil ? key.st_mode : nil, directory: certsDirectory,
+                                                 findings: findings, keys: keys))
+        }
+        var toLoad: [(CertificateStore.Candidate, CertificateFiles, CertificateStore.Loaded)] = []
         var removed: Set<String> = []
-        for (name, candidate) in found {
-            let before = previous.certificateFiles[name]
+        for (i, (name, candidate)) in found.enumerated() {
             guard let candidate else {
-                if before != nil { removed.insert(name) }
+                if previous.certificateFiles[name] != nil { removed.insert(name) }
                 continue
             }
-            let files = CertificateFiles(certificate: candidate.certificate,
-                                         certificateStamp: FileStamp(path: candidate.certificate), keyStamp: FileStamp(path: candidate.key))
-            if let before, before == files, !scope.certificates.contains(name) { continue }
-            toLoad.append((candidate, files))
+            if let result = results[i], let loaded = result.loaded { toLoad.append((candidate, result.files, loaded)) }
         }
         guard !toLoad.isEmpty || !removed.isEmpty || (update.store.defaultName != defaultCertificate && scope.allCertificates) else {
             return update
         }
-        let candidates = toLoad.map(\.0)
-        let keys = KeyReader()
-        let results = SnapshotBuilder.map(candidates.count) { i in
-            work?.add()
-            work?.addRead()
-            return CertificateStore.load(candidates[i], directory: certsDirectory, findings: findings, keys: keys)
-        }
         var adding: [TLSCertificate] = []
         var acme: Set<String> = []
         var changedFiles: [String: CertificateFiles?] = [:]
-        for (i, (candidate, files)) in toLoad.enumerated() {
-            guard case .serving(let cert, let isACME)? = results[i] else {
+        for (candidate, files, loaded) in toLoad {
+            guard case .serving(let cert, let isACME) = loaded else {
                 // A pair that fails to load or is skipped: the one loaded before goes too, as at
                 // start. A skipped pair keeps its stamps, so it is not read (nor said) again
                 // until its files change; a failed one is tried at every reload.
                 if previous.certificates.certificate(named: candidate.name) != nil { removed.insert(candidate.name) }
-                if case .skipped? = results[i] { changedFiles[candidate.name] = files } else { changedFiles[candidate.name] = .some(nil) }
+                if case .skipped = loaded { changedFiles[candidate.name] = files } else { changedFiles[candidate.name] = .some(nil) }
                 continue
             }
             findings.note(.certificateLoaded, level: .info,
@@ -442,18 +456,23 @@ struct SnapshotBuilder: Sendable {
 
     /// `name` in the directory open as `directory` (its descriptor, or AT_FDCWD for a path):
     /// a site's files are looked up from their folder, one path component each, instead of
-    /// walking the whole path again for each of the four names.
-    static func read(_ name: String, in directory: Int32) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
+    /// walking the whole path again for each of the four names. `listedAsRegular`: the folder's
+    /// listing says it is a regular file, so the `stat` that keeps a device from being opened
+    /// is not needed (the `fstat` of the open file still decides, as after that `stat`).
+    static func read(_ name: String, in directory: Int32,
+                     listedAsRegular: Bool = false) throws(FileRefusal) -> (bytes: [UInt8], mtime: Int, stamp: FileStamp)? {
         // Refused before it is opened at all, where stat can tell: opening a device can have
         // effects of its own. fstat below decides, in case the file changes in between.
-        var before = stat()
-        if fstatat(directory, name, &before, 0) == 0 {
-            if before.st_mode & S_IFMT != S_IFREG {
-                throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+        if !listedAsRegular {
+            var before = stat()
+            if fstatat(directory, name, &before, 0) == 0 {
+                if before.st_mode & S_IFMT != S_IFREG {
+                    throw FileRefusal(code: "not-regular-file", message: "not a regular file (\(kind(before.st_mode)))")
+                }
+            } else if errno == ENOENT || errno == ENOTDIR {
+                // No such file: most sites have one or two of the four kinds.
+                return nil
             }
-        } else if errno == ENOENT || errno == ENOTDIR {
-            // No such file: most sites have one or two of the four kinds.
-            return nil
         }
         let fd = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {

@@ -17,6 +17,9 @@
 // accept4(2) is declared only under _GNU_SOURCE.
 int aasa_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 
+// getdents64(2) is declared only under _GNU_SOURCE: a directory's entries, straight into a buffer.
+ssize_t aasa_getdents64(int fd, void *buffer, size_t length);
+
 // statfs(2)'s filesystem type, for --watch auto (network filesystems are polled).
 static inline long aasa_statfs_type(const char *path) { struct statfs st; return statfs(path, &st) == 0 ? (long)st.f_type : -1; }
 
