@@ -142,11 +142,12 @@ def rss_mib(pid):
     return 0.0
 
 
-def stop(proc):
+def stop(proc, timeout=20):
+    """SIGTERM to the process we started, SIGKILL if it is not gone within `timeout` s."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(20)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
