@@ -159,17 +159,7 @@ private struct ShortestIntegers {
             }
         }
         longestInteger = max(longestInteger, i - start)
-        if value < limit {
-            bytes.append(flags | UInt8(value))
-        } else {
-            bytes.append(flags | UInt8(limit))
-            var rest = value - limit
-            while rest >= 128 {
-                bytes.append(UInt8(rest & 0x7F) | 0x80)
-                rest >>= 7
-            }
-            bytes.append(UInt8(rest))
-        }
+        HeaderEncoder.integer(value, prefixBits: prefixBits, first: flags, into: &bytes)
         return value
     }
 

@@ -154,12 +154,19 @@ final class ACMEFolderStore: ACMEStore {
 
     /// Removes `HOST/`'s ACME files and its marker (never a file ACME did not write).
     func removeCertificate(host: String) throws(ACMEError) {
-        let folder = certsDirectory + "/" + host
-        for path in [folder + "/fullchain.pem", folder + "/privkey.pem", ACMEFolderStore.markerPath(certsDirectory: certsDirectory, name: host)]
+        try ACMEFolderStore.removeFiles(certsDirectory: certsDirectory, name: host)
+        rmdir(certsDirectory + "/" + host)
+    }
+
+    /// ACME's files of the certificate `name` in `certsDirectory`: the mark first, so the pair
+    /// is never taken for ACME's once it starts to go, then the chain, then the key. Also what
+    /// a certificate written through the write API over ACME's does.
+    static func removeFiles(certsDirectory: String, name: String) throws(ACMEError) {
+        let folder = certsDirectory + "/" + name
+        for path in [markerPath(certsDirectory: certsDirectory, name: name), folder + "/fullchain.pem", folder + "/privkey.pem"]
         where unlink(path) != 0 && errno != ENOENT {
             throw ACMEError(.storage, "cannot remove \(path): \(String(cString: strerror(errno)))")
         }
-        rmdir(folder)
     }
 
     // MARK: - Lock and bucket

@@ -84,11 +84,7 @@ struct FolderStore: SiteStore {
         try FolderStore.writeDurably(Array(key.utf8), to: FolderStore.keyFile, in: folder, mode: 0o600, durable: durable)
         try FolderStore.writeDurably(Array(chain.utf8), to: FolderStore.chainFile, in: folder, mode: 0o644, durable: durable)
         if isACME {
-            // The mark first, so ACME never takes the platform's pair for its own; then its
-            // chain, after which the loader finds the new pair.
-            _ = try FolderStore.remove(name + ".json", in: certs + "/acme/certificates")
-            _ = try FolderStore.remove("fullchain.pem", in: folder)
-            _ = try FolderStore.remove("privkey.pem", in: folder)
+            do { try ACMEFolderStore.removeFiles(certsDirectory: certs, name: name) } catch { throw StoreError(message: error.description) }
         }
         return ReloadScope(certificates: [name])
     }

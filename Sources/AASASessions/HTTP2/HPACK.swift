@@ -479,8 +479,8 @@ package enum HeaderEncoder {
         out += text.utf8
     }
 
-    /// An integer with an N-bit prefix (§5.1).
-    private static func integer(_ value: Int, prefixBits: Int, first: UInt8, into out: inout [UInt8]) {
+    /// An integer with an N-bit prefix (§5.1), in its shortest form.
+    static func integer(_ value: Int, prefixBits: Int, first: UInt8, into out: inout [UInt8]) {
         let limit = (1 << prefixBits) - 1
         if value < limit {
             out.append(first | UInt8(value))
