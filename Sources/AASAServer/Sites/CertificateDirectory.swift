@@ -22,16 +22,26 @@ extension CertificateStore {
     /// left out and named through `skipped`.
     static func candidates(in directory: String, skipped: (String) -> Void = { _ in }) throws(SystemError) -> [Candidate] {
         let entries = try DirectoryListing.entries(in: directory)
-        var types: [String: DirectoryListing.Entry] = [:]
-        for entry in entries { types[entry.name] = entry }
-        func isFile(_ name: String) -> Bool {
-            guard let entry = types[name] else { return false }
-            return entry.isFile ?? DirectoryListing.isFile(directory + "/" + name)
+        // Each entry's NAME and extension, and what each NAME has: one dictionary probe per file
+        // here and one per certificate below, where a probe per possible file name (NAME.crt,
+        // NAME.pem, NAME.key, each a new String) cost a second of a 100 000-certificate start.
+        var bases: [(name: String, ext: PairFile)?] = []
+        bases.reserveCapacity(entries.count)
+        var pairs: [String: PairFiles] = [:]
+        pairs.reserveCapacity(entries.count / 2 + 1)
+        for (i, entry) in entries.enumerated() {
+            let split = PairFile.split(entry.name)
+            bases.append(split)
+            if let (base, ext) = split { pairs[base, default: PairFiles()][ext] = i }
+        }
+        func isFile(_ i: Int) -> Bool {
+            entries[i].isFile ?? DirectoryListing.isFile(DirectoryListing.path(directory, entries[i].name))
         }
         var out: [Candidate] = []
-        for entry in entries where !entry.name.hasPrefix(".") {
+        out.reserveCapacity(pairs.count)
+        for (i, entry) in entries.enumerated() where !entry.name.hasPrefix(".") {
             let name = entry.name
-            let path = directory + "/" + name
+            let path = DirectoryListing.path(directory, name)
             if DirectoryListing.isDirectory(entry, in: directory) {
                 let chain = path + "/fullchain.pem"
                 let key = path + "/privkey.pem"
@@ -42,21 +52,60 @@ extension CertificateStore {
                 }
                 continue
             }
-            for ext in [".crt", ".pem"] where name.hasSuffix(ext) {
-                let base = String(name.dropLast(ext.count))
-                // NAME.crt wins over NAME.pem when both exist.
-                if ext == ".pem", types[base + ".crt"] != nil { continue }
-                if types[base + ".key"] != nil {
-                    let key = directory + "/" + base + ".key"
-                    guard isFile(name), isFile(base + ".key") else {
-                        skipped("certificate \(base): \(name) or \(base).key is not a regular file; skipped")
-                        continue
-                    }
-                    out.append(Candidate(name: base, certificate: path, key: key))
+            guard let (base, ext) = bases[i], ext != .key, let files = pairs[base], let key = files[.key] else { continue }
+            // NAME.crt wins over NAME.pem when both exist.
+            if ext == .pem, files[.crt] != nil { continue }
+            guard isFile(i), isFile(key) else {
+                skipped("certificate \(base): \(name) or \(base).key is not a regular file; skipped")
+                continue
+            }
+            out.append(Candidate(name: base, certificate: path, key: DirectoryListing.path(directory, entries[key].name)))
+        }
+        return out
+    }
+
+    /// The three file names of the `NAME.crt`/`NAME.pem` + `NAME.key` layout.
+    enum PairFile: Int {
+        case crt, pem, key
+
+        /// `NAME` and the extension of a file of that layout; nil for any other name.
+        static func split(_ name: String) -> (String, PairFile)? {
+            var name = name
+            return name.withUTF8 { bytes -> (String, PairFile)? in
+                let n = bytes.count
+                guard n > 4, bytes[n - 4] == UInt8(ascii: ".") else { return nil }
+                let ext: PairFile
+                switch (bytes[n - 3], bytes[n - 2], bytes[n - 1]) {
+                case (UInt8(ascii: "c"), UInt8(ascii: "r"), UInt8(ascii: "t")): ext = .crt
+                case (UInt8(ascii: "p"), UInt8(ascii: "e"), UInt8(ascii: "m")): ext = .pem
+                case (UInt8(ascii: "k"), UInt8(ascii: "e"), UInt8(ascii: "y")): ext = .key
+                default: return nil
+                }
+                return (String(decoding: UnsafeBufferPointer(rebasing: bytes[..<(n - 4)]), as: UTF8.self), ext)
+            }
+        }
+    }
+
+    /// Where in a listing each file of one `NAME` is.
+    struct PairFiles {
+        private var indexes: (Int?, Int?, Int?) = (nil, nil, nil)
+
+        subscript(file: PairFile) -> Int? {
+            get {
+                switch file {
+                case .crt: indexes.0
+                case .pem: indexes.1
+                case .key: indexes.2
+                }
+            }
+            set {
+                switch file {
+                case .crt: indexes.0 = newValue
+                case .pem: indexes.1 = newValue
+                case .key: indexes.2 = newValue
                 }
             }
         }
-        return out
     }
 
     /// The key pair named `name` alone, in either layout, as ``candidates(in:skipped:)`` would
@@ -92,10 +141,7 @@ extension CertificateStore {
     /// The certificate name a file or folder of the certs directory belongs to: `NAME` for
     /// `NAME.crt`, `NAME.pem`, `NAME.key` and the folder `NAME/`.
     static func certificateName(forEntry entry: String) -> String {
-        for ext in [".crt", ".pem", ".key"] where entry.hasSuffix(ext) && entry.count > ext.count {
-            return String(entry.dropLast(ext.count))
-        }
-        return entry
+        PairFile.split(entry)?.0 ?? entry
     }
 
     /// What loading one key pair gave.
