@@ -36,12 +36,22 @@ struct ShardedMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Builds the shards in one pass (a start-up of many entries).
     init(_ pairs: [(Key, Value)]) {
-        var grouped = Array(repeating: [Key: Value](), count: ShardedMap.shardCount)
-        for (key, value) in pairs {
-            let i = ShardedMap.shard(of: key)
-            if grouped[i].updateValue(value, forKey: key) == nil { count += 1 }
+        // Which shard each pair goes to, then each shard's table made at its final size (no
+        // doubling as it grows), on every core when there are many (100 000 sites at start).
+        var members = Array(repeating: [Int](), count: ShardedMap.shardCount)
+        for (i, (key, _)) in pairs.enumerated() { members[ShardedMap.shard(of: key)].append(i) }
+        let make: @Sendable (Int) -> Shard? = { [members] shard in
+            members[shard].isEmpty ? nil : Shard(ShardedMap.table(pairs, members[shard]))
         }
-        shards = grouped.map { $0.isEmpty ? nil : Shard($0) }
+        shards = pairs.count >= 4096 ? SnapshotBuilder.map(ShardedMap.shardCount, make) : (0..<ShardedMap.shardCount).map(make)
+        count = shards.reduce(0) { $0 + ($1?.entries.count ?? 0) }
+    }
+
+    /// The pairs at `indexes` as one table; a later pair of the same key wins, as assignment would.
+    private static func table(_ pairs: [(Key, Value)], _ indexes: [Int]) -> [Key: Value] {
+        var table = [Key: Value](minimumCapacity: indexes.count)
+        for i in indexes { table[pairs[i].0] = pairs[i].1 }
+        return table
     }
 
     var values: [Value] { shards.flatMap { $0.map { Array($0.entries.values) } ?? [] } }

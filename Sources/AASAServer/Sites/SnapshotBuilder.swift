@@ -123,7 +123,21 @@ struct SnapshotBuilder: Sendable {
         // Above this many changes (a start, a SIGHUP after a deploy) the list and index are
         // built again in one pass; below, each change copies one chunk and one shard.
         let bulkLimit = 1000
-        if let sites {
+        if let sites, previous.index.isEmpty, list.isEmpty {
+            // A first build: nothing to replace or remove, and the sites come in byte order
+            // (checked) from a sorted listing.
+            var merged = sites.changes.compactMap(\.site)
+            for site in merged {
+                summary.add(site)
+                if site.certificateCovers == false { noteNotCovered(site.name, findings) }
+            }
+            outcome.changedSites = merged
+            if !zip(merged, merged.dropFirst()).allSatisfy({ $0.name.description < $1.name.description }) {
+                merged.sort { $0.name.description < $1.name.description }
+            }
+            list = ChunkedList(merged)
+            index = SiteTable(merged)
+        } else if let sites {
             var replaced: [String: Site?] = [:]
             for (folder, site) in sites.changes {
                 let old = SiteName(folder).flatMap { previous.index[$0] }
@@ -251,7 +265,7 @@ struct SnapshotBuilder: Sendable {
     private func loadSite(_ name: String, isDirectory: Bool?, previous: SiteSnapshot, forced: Bool, certificates: CertificateStore,
                           findings: StartupFindings) -> Site? {
         guard !name.hasPrefix(".") else { return nil }
-        let folder = configDirectory + "/" + name
+        let folder = DirectoryListing.path(configDirectory, name)
         guard isDirectory ?? DirectoryListing.isDirectory(folder) else { return nil }
         guard let siteName = SiteName(name) else {
             log.debug("config: \(folder) is not a site (folder names are lower-case host names or *.host)")
@@ -285,7 +299,7 @@ struct SnapshotBuilder: Sendable {
     /// One association file of a site folder: nil when the folder has none of this kind.
     private func loadFile(_ kind: AssociationFileKind, presence: SiteFolderListing.Presence, in folder: String, directory opened: Int32,
                           site: SiteName, old: SiteFile?, isNewSite: Bool, forced: Bool, findings: StartupFindings) -> SiteFile? {
-        let path = folder + "/" + kind.fileName
+        let path = DirectoryListing.path(folder, kind.fileName)
         let (directory, name) = opened >= 0 ? (opened, kind.fileName) : (AT_FDCWD, path)
         if !forced, let old, let stamp = old.stamp, FileStamp(name, in: directory) == stamp {
             // Same file as when it was read: not read again.
@@ -409,25 +423,32 @@ struct SnapshotBuilder: Sendable {
             return update
         }
         var adding: [TLSCertificate] = []
+        adding.reserveCapacity(toLoad.count)
         var acme: Set<String> = []
-        var changedFiles: [String: CertificateFiles?] = [:]
+        // Each name once (`found` lists a name once; `removed` holds none that loaded).
+        var changedFiles: [(name: String, files: CertificateFiles?)] = []
+        changedFiles.reserveCapacity(toLoad.count + removed.count)
         for (candidate, files, loaded) in toLoad {
             guard case .serving(let cert, let isACME) = loaded else {
                 // A pair that fails to load or is skipped: the one loaded before goes too, as at
                 // start. A skipped pair keeps its stamps, so it is not read (nor said) again
                 // until its files change; a failed one is tried at every reload.
                 if previous.certificates.certificate(named: candidate.name) != nil { removed.insert(candidate.name) }
-                if case .skipped = loaded { changedFiles[candidate.name] = files } else { changedFiles[candidate.name] = .some(nil) }
+                if case .skipped = loaded { changedFiles.append((candidate.name, files)) } else { changedFiles.append((candidate.name, nil)) }
                 continue
             }
             findings.note(.certificateLoaded, level: .info,
                           "certificate \(cert.name): \(cert.dnsNames.joined(separator: ", ")) (expires \(HTTPDate.format(cert.notAfter)))")
             adding.append(cert)
             if isACME { acme.insert(cert.name) }
-            changedFiles[candidate.name] = files
+            changedFiles.append((candidate.name, files))
         }
-        for name in removed { changedFiles[name] = .some(nil) }
-        if changedFiles.count > 1000 {
+        let loadedNames = Set(changedFiles.lazy.map(\.name))
+        for name in removed where !loadedNames.contains(name) { changedFiles.append((name, nil)) }
+        if update.files.isEmpty {
+            // A first load: the map in one pass.
+            update.files = ShardedMap(changedFiles.compactMap { change in change.files.map { (change.name, $0) } })
+        } else if changedFiles.count > 1000 {
             var all: [String: CertificateFiles] = [:]
             for name in update.files.keys { all[name] = update.files[name] }
             for (name, files) in changedFiles { all[name] = files }
@@ -435,11 +456,15 @@ struct SnapshotBuilder: Sendable {
         } else {
             for (name, files) in changedFiles { update.files[name] = files }
         }
-        for name in removed.union(adding.map(\.name)) {
-            for dnsName in previous.certificates.certificate(named: name)?.dnsNames ?? [] { update.changedNames.insert(dnsName) }
+        // The names whose sites' coverage may have changed: none to look at when there were no
+        // sites before (a first start finds each site's coverage as it loads it).
+        if !previous.index.isEmpty {
+            for name in removed.union(adding.map(\.name)) {
+                for dnsName in previous.certificates.certificate(named: name)?.dnsNames ?? [] { update.changedNames.insert(dnsName) }
+            }
+            for cert in adding { update.changedNames.formUnion(cert.dnsNames) }
+            update.changedWildcards = update.changedNames.contains { $0.hasPrefix("*.") }
         }
-        for cert in adding { update.changedNames.formUnion(cert.dnsNames) }
-        update.changedWildcards = update.changedNames.contains { $0.hasPrefix("*.") }
         update.changedCount = adding.count + removed.subtracting(adding.map(\.name)).count
         update.store = previous.certificates.updating(removing: removed, adding: adding, acmeNames: acme, defaultName: defaultCertificate)
         if update.store.certificates.isEmpty { log.error("certificates: no usable key pair in \(certsDirectory)") }

@@ -67,7 +67,8 @@ public final class CertificateStore: Sendable {
         for name in removing.union(added) {
             p.acmeNames.remove(name)
             guard let old = p.byName.removeValue(forKey: name) else { continue }
-            if let i = CertificateStore.position(of: name, in: p.certificates), p.certificates[i] === old { p.certificates.remove(at: i) }
+            let i = CertificateStore.position(of: name, in: p.certificates)
+            if i < p.certificates.count, p.certificates[i] === old { p.certificates.remove(at: i) }
             for dnsName in old.dnsNames {
                 if dnsName.hasPrefix("*.") {
                     CertificateStore.unindex(old, key: String(dnsName.dropFirst(2)), in: &p.wildcard, shadowed: &p.shadowed, shadowKey: dnsName)
@@ -76,11 +77,23 @@ public final class CertificateStore: Sendable {
                 }
             }
         }
-        for cert in adding.sorted(by: { CertificateStore.precedes($0.name, $1.name) }) {
+        // A first load's certificates come in byte order of name (a sorted listing): checked, not sorted.
+        let inOrder = zip(adding, adding.dropFirst()).allSatisfy { CertificateStore.precedes($0.name, $1.name) }
+        if adding.count > 64 {
+            // One allocation per table, not a doubling at every power of two (100 000 at start).
+            p.certificates.reserveCapacity(p.certificates.count + adding.count)
+            p.byName.reserveCapacity(p.byName.count + adding.count)
+            p.exact.reserveCapacity(p.exact.count + adding.count)
+        }
+        for cert in inOrder ? adding : adding.sorted(by: { CertificateStore.precedes($0.name, $1.name) }) {
             p.byName[cert.name] = cert
-            let i = CertificateStore.position(of: cert.name, in: p.certificates) ?? p.certificates.count
-            p.certificates.insert(cert, at: i)
-            for dnsName in Set(cert.dnsNames) {
+            if let last = p.certificates.last, !CertificateStore.precedes(last.name, cert.name) {
+                p.certificates.insert(cert, at: CertificateStore.position(of: cert.name, in: p.certificates))
+            } else {
+                // After every name so far: the common case, with no search.
+                p.certificates.append(cert)
+            }
+            for (k, dnsName) in cert.dnsNames.enumerated() where !cert.dnsNames[..<k].contains(dnsName) {
                 if dnsName.hasPrefix("*.") {
                     CertificateStore.index(cert, key: String(dnsName.dropFirst(2)), in: &p.wildcard, shadowed: &p.shadowed, shadowKey: dnsName)
                 } else {
@@ -94,7 +107,7 @@ public final class CertificateStore: Sendable {
 
     /// Where `name` is or would go in `sorted` (byte order; names are ASCII file names mostly,
     /// and byte order is what `/status` promises).
-    private static func position(of name: String, in sorted: [TLSCertificate]) -> Int? {
+    private static func position(of name: String, in sorted: [TLSCertificate]) -> Int {
         var low = 0, high = sorted.count
         while low < high {
             let mid = (low + high) / 2
@@ -104,7 +117,7 @@ public final class CertificateStore: Sendable {
     }
 
     static package func precedes(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        DirectoryListing.bytewise(a, b)
     }
 
     private static func index(_ cert: TLSCertificate, key: String, in table: inout [String: TLSCertificate],
