@@ -136,10 +136,15 @@ package struct CDNSchedule {
     ///     a reload then costs what changed, not what exists.
     package mutating func update(_ watched: [Watched], gone: [String]? = nil, now: Int64, wall: Int64) -> [Event] {
         var events: [Event] = []
+        // Sites not in `watched` go, unless told which went; none to find when none were known
+        // (a first call, 100 000 sites at start).
+        let findsGone = gone == nil && !sites.isEmpty
         var seen = Set<String>()
+        if findsGone { seen.reserveCapacity(watched.count) }
+        if sites.isEmpty { sites.reserveCapacity(watched.count) }
         var added: [Watched] = []
         for w in watched {
-            if gone == nil { seen.insert(w.key) }
+            if findsGone { seen.insert(w.key) }
             guard var site = sites[w.key], site.host == w.host else {
                 // New, or now asked of the CDN under another name: a new watch.
                 if let old = sites.removeValue(forKey: w.key), old.status.state == .pending { pendingCount -= 1 }
@@ -166,7 +171,7 @@ package struct CDNSchedule {
             if site.checking == nil, site.due > by { reschedule(&site, at: by) }
             sites[w.key] = site
         }
-        let removed = gone ?? sites.keys.filter { !seen.contains($0) }
+        let removed = gone ?? (findsGone ? sites.keys.filter { !seen.contains($0) } : [])
         for key in removed {
             guard let site = sites.removeValue(forKey: key) else { continue }
             if site.status.state == .pending { pendingCount -= 1 }
