@@ -452,21 +452,29 @@ package enum HeaderEncoder {
     /// `:status` and the fields, encoded.
     package static func block(status: Int, fields: [(name: String, value: String)]) -> [UInt8] {
         var out: [UInt8] = []
+        self.status(status, into: &out)
+        for (name, value) in fields { field(name, value, into: &out) }
+        return out
+    }
+
+    /// `:status`, first in a block (RFC 9113 §8.3).
+    package static func status(_ status: Int, into out: inout [UInt8]) {
         if let index = statusIndex[status] {
             out.append(0x80 | UInt8(index))  // indexed field (§6.1)
         } else {
             literal(nameIndex: 8, value: String(status), into: &out)
         }
-        for (name, value) in fields {
-            if let index = staticNames[name] {
-                literal(nameIndex: index, value: value, into: &out)
-            } else {
-                out.append(0x00)
-                string(name, into: &out)
-                string(value, into: &out)
-            }
+    }
+
+    /// One field, a literal without indexing; `name` lower-case.
+    package static func field(_ name: String, _ value: String, into out: inout [UInt8]) {
+        if let index = staticNames[name] {
+            literal(nameIndex: index, value: value, into: &out)
+        } else {
+            out.append(0x00)
+            string(name, into: &out)
+            string(value, into: &out)
         }
-        return out
     }
 
     private static func literal(nameIndex: Int, value: String, into out: inout [UInt8]) {
@@ -475,8 +483,11 @@ package enum HeaderEncoder {
     }
 
     private static func string(_ text: String, into out: inout [UInt8]) {
-        integer(text.utf8.count, prefixBits: 7, first: 0x00, into: &out)
-        out += text.utf8
+        var text = text
+        text.withUTF8 { bytes in
+            integer(bytes.count, prefixBits: 7, first: 0x00, into: &out)
+            out.append(contentsOf: bytes)
+        }
     }
 
     /// An integer with an N-bit prefix (§5.1), in its shortest form.
