@@ -150,6 +150,8 @@ public enum PatternToken: Sendable, Hashable {
     static func tokenize(_ text: String, variables: SubstitutionVariables?) -> ([PatternToken], [PatternProblem]) {
         let scalars = Array(text.unicodeScalars)
         var tokens: [PatternToken] = []
+        // At most one token per scalar: one allocation, not a regrowth every few tokens.
+        tokens.reserveCapacity(scalars.count)
         var problems: [PatternProblem] = []
         var i = 0
         while i < scalars.count {
