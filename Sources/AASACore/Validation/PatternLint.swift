@@ -108,7 +108,7 @@ enum AppID {
         return lowercase ? .lowercasePrefix : .valid
     }
 
-    private static func checkScalars(_ id: String) -> Result {
+    static func checkScalars(_ id: String) -> Result {
         guard let dot = id.firstIndex(of: ".") else {
             return .invalid("expected TEAMID.bundle.id (a 10-character prefix, a dot, then the bundle ID)")
         }

@@ -39,4 +39,14 @@ import Testing
         #expect(copy["k7"] == 7, "a copy keeps its entries")
         #expect(Set(map.keys).count == 1999)
     }
+
+    /// Past 4 096 pairs the shards are built on every core: the same map, a later pair of a key winning.
+    @Test func aShardedMapBuiltFromManyPairsHoldsEachKeyOnceWithItsLastValue() {
+        let pairs = (0..<20_000).map { ("site\($0 % 15_000).example", $0) }
+        let map = ShardedMap(pairs)
+        #expect(map.count == 15_000)
+        #expect(map["site0.example"] == 15_000 && map["site14999.example"] == 14_999 && map["site4999.example"] == 19_999)
+        #expect(map["site15000.example"] == nil)
+        #expect(Set(map.keys).count == 15_000 && map.values.reduce(0, +) == (5_000..<20_000).reduce(0, +))
+    }
 }
