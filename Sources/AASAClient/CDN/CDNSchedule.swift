@@ -101,7 +101,8 @@ package struct CDNSchedule {
     }
 
     package let settings: Settings
-    package private(set) var sites: [String: Site] = [:]
+    /// Every watched site by key, in a ``DenseTable``: a site is large, and a platform has many.
+    package private(set) var sites = DenseTable<Site>()
     private var heap = DueHeap()
     private var lastStart: Int64?
     /// Tokens of the checks under way; an answer whose token is not here is ignored.

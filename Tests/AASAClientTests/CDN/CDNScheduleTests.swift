@@ -316,3 +316,29 @@ extension CDNScheduleTests {
         #expect(durationText(milliseconds: 2 * 86_400_000 + 3_600_000) == "2d1h")
     }
 }
+
+@Suite struct DenseTableTests {
+    @Test func aDenseTableFindsSetsAndRemovesLikeADictionary() {
+        var table = DenseTable<Int>()
+        var mirror: [String: Int] = [:]
+        // Sets, replacements and removals in a fixed pseudo-random order, checked at each step.
+        var x: UInt64 = 0x9E3779B97F4A7C15
+        for step in 0..<3000 {
+            x = x &* 6364136223846793005 &+ 1442695040888963407
+            let key = "k\(Int(x >> 33) % 200)"
+            if (x >> 20) % 3 == 0 {
+                #expect(table.removeValue(forKey: key) == mirror.removeValue(forKey: key))
+            } else {
+                table[key] = step
+                mirror[key] = step
+            }
+            #expect(table.count == mirror.count)
+        }
+        for (key, value) in mirror { #expect(table[key] == value) }
+        #expect(Set(table.keys) == Set(mirror.keys))
+        #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.0, $0.1) }) == mirror)
+        #expect(table.mapValues { $0 + 1 } == mirror.mapValues { $0 + 1 })
+        table["k1"] = nil
+        #expect(table["k1"] == nil && !table.keys.contains("k1"))
+    }
+}
