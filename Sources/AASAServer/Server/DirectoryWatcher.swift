@@ -37,10 +37,25 @@ final class DirectoryWatcher {
     /// What one watch descriptor stands for: directories watched for any change inside, and
     /// names watched in a parent directory (only events about those names count).
     private struct Watch {
-        /// Almost always one (two paths to one inode are rare): a small array, not a
-        /// dictionary per watch, at 100 000 site folders.
-        var directories: [(path: String, role: Role)] = []
+        /// Almost always one directory (two paths to one inode are rare): that one inline, the
+        /// others in an array made only for them, at 100 000 site folders.
+        private var first: (path: String, role: Role)?
+        private var others: [(path: String, role: Role)] = []
         var names: Set<String> = []
+
+        var directories: [(path: String, role: Role)] { (first.map { [$0] } ?? []) + others }
+        var hasDirectories: Bool { first != nil }
+
+        /// `path` watched as `role`, in place of what it was watched as before.
+        mutating func set(_ path: String, role: Role) {
+            remove(path)
+            if first == nil { first = (path, role) } else { others.append((path, role)) }
+        }
+
+        mutating func remove(_ path: String) {
+            others.removeAll { $0.path == path }
+            if first?.path == path { first = others.isEmpty ? nil : others.removeFirst() }
+        }
     }
 
     private var watches: [Int32: Watch] = [:]
@@ -129,8 +144,7 @@ final class DirectoryWatcher {
             if announce { settle() }
             return
         }
-        watches[wd, default: Watch()].directories.removeAll { $0.path == path }
-        watches[wd, default: Watch()].directories.append((path, role))
+        watches[wd, default: Watch()].set(path, role: role)
         byDirectory[path] = (wd, identity, role)
         if unwatched.removeValue(forKey: path) != nil, announce { settle() }
     }
@@ -206,7 +220,7 @@ final class DirectoryWatcher {
 
     private func detach(directory path: String) {
         guard let (wd, _, _) = byDirectory.removeValue(forKey: path) else { return }
-        watches[wd]?.directories.removeAll { $0.path == path }
+        watches[wd]?.remove(path)
         removeIfUnused(wd)
     }
 
@@ -217,7 +231,7 @@ final class DirectoryWatcher {
     }
 
     private func removeIfUnused(_ wd: Int32) {
-        guard let watch = watches[wd], watch.directories.isEmpty, watch.names.isEmpty else { return }
+        guard let watch = watches[wd], !watch.hasDirectories, watch.names.isEmpty else { return }
         watches[wd] = nil
         inotify_rm_watch(fd, wd)
     }
