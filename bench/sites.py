@@ -8,14 +8,15 @@ time to ready and the CPU it took, RSS at ready, TLS handshakes to 50 random sit
 against each site's own certificate, the time from the atomic rename of one site's new file
 to its first response with the new content (median of 5) and the CPU the server's control
 thread spent on it, RSS after the edits, idle CPU over 10 s, the first page of /status (time,
-size) and /metrics (size). Prints a Markdown table; writes bench/results/sites.json.
+size) and /metrics (size), RSS once the first minute after ready is over, and how long after
+ready every folder was watched (the server's own `watch:` log line). Prints a Markdown table; writes bench/results/sites.json.
 
 Then, side by side with nginx serving the same N sites (one server block and certificate each,
 2 workers; skipped when nginx is not installed): the CPU per new TLS connection (a full
 handshake and one GET, no resumption) to a random site of the N (cold: most were not asked for
 recently) and to one site again and again (warm), for aasa and nginx in turns, BENCH_SITES_TLS
 connections a round (default 2000, from 2 client processes), BENCH_SITES_TLS_ROUNDS rounds
-(default 2); and nginx's time to ready with N certificates. Prints a second table.
+(default 2; 0 skips the comparison); and nginx's time to ready with N certificates. Prints a second table.
 
 BENCH_SITES_SHAPE picks the data set's shape:
 - "self" (the default): each certificate self-signed, the file holding the leaf alone;
@@ -285,6 +286,8 @@ def tls_cpu(pool, pid, port, n, mode, seed):
 
 def compare_tls(n, root, aasa, aasa_port):
     """Cold and warm TLS connections, aasa and nginx in turns; medians over the rounds."""
+    if TLS_ROUNDS == 0:
+        return None
     if shutil.which("nginx") is None:
         print("nginx not installed: no TLS comparison (apt-get install nginx)", file=sys.stderr)
         return None
@@ -387,6 +390,12 @@ def measure(n):
         row["status_page_kib"] = len(data) / 1024
         data, elapsed = admin_get(ports["admin"], "/metrics")
         row["metrics_kib"] = len(data) / 1024
+        # Memory once the first minute is over: the watches (added after ready) and the first
+        # requests' allocations are in it, which memory at ready understates.
+        time.sleep(max(0, ready_at + 60 - time.time()))
+        row["rss_minute_mib"] = rss_mib(proc.pid)
+        watched = re.search(r"watch: \d+ folders watched (\d+) ms after ready", open(log_path).read())
+        row["watch_after_ready_ms"] = int(watched.group(1)) if watched else None
         row["tls"] = compare_tls(n, root, proc, ports["https"])
         return row
     finally:
@@ -398,7 +407,8 @@ COLUMNS = [("sites", "sites", "{}"), ("ready_s", "ready (s)", "{:.2f}"), ("ready
            ("rss_ready_mib", "RSS ready (MiB)", "{:.0f}"), ("handshake_ms", "TLS handshake (ms, median)", "{:.2f}"),
            ("handshakes_verified", "verified", "{}"), ("edit_served_ms", "edit served (ms, median of 5)", "{:.0f}"),
            ("edit_cpu_ms", "CPU per edit (ms)", "{:.1f}"), ("rss_after_edits_mib", "RSS after 35 edits (MiB)", "{:.0f}"),
-           ("idle_cpu_ms_10s", "idle CPU over 10 s (ms)", "{:.0f}"), ("status_page_ms", "/status page (ms)", "{:.1f}"),
+           ("idle_cpu_ms_10s", "idle CPU over 10 s (ms)", "{:.0f}"), ("rss_minute_mib", "RSS 60 s after ready (MiB)", "{:.0f}"),
+           ("watch_after_ready_ms", "every folder watched after ready (ms)", "{}"), ("status_page_ms", "/status page (ms)", "{:.1f}"),
            ("status_page_kib", "/status page (KiB)", "{:.0f}"), ("metrics_kib", "/metrics (KiB)", "{:.1f}"),
            ("log_lines", "start-up log lines", "{}")]
 
