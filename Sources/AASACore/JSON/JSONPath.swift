@@ -13,12 +13,18 @@ public struct JSONPath: Hashable, Sendable, CustomStringConvertible {
 
     public static let root = JSONPath()
 
-    public func appending(_ key: String) -> JSONPath {
-        JSONPath(components + [.key(key)])
-    }
+    public func appending(_ key: String) -> JSONPath { appending(.key(key)) }
 
-    public func appending(_ index: Int) -> JSONPath {
-        JSONPath(components + [.index(index)])
+    public func appending(_ index: Int) -> JSONPath { appending(.index(index)) }
+
+    /// One array made at its size: `components + [c]` made two (the literal and the sum), and
+    /// a path is made for every value the validator reads (docs/performance.md).
+    private func appending(_ component: Component) -> JSONPath {
+        var copy: [Component] = []
+        copy.reserveCapacity(components.count + 1)
+        copy.append(contentsOf: components)
+        copy.append(component)
+        return JSONPath(copy)
     }
 
     public mutating func push(_ component: Component) { components.append(component) }
