@@ -136,7 +136,7 @@ final package class HTTP2Session: ProtocolSession {
 
     package var lingersOnClose: Bool { false }
 
-    package var isIdle: Bool { streams.isEmpty && blocks.current == nil }
+    package var isIdle: Bool { streams.isEmpty && blocks.currentStreamID == nil }
 
     package var deadline: Int64? {
         if isTerminated { return nil }
@@ -156,7 +156,7 @@ final package class HTTP2Session: ProtocolSession {
     // MARK: - Frames in
 
     private func handle(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
-        if let block = blocks.current, header.type != FrameType.continuation.rawValue || header.stream != block.streamID {
+        if let blockStream = blocks.currentStreamID, header.type != FrameType.continuation.rawValue || header.stream != blockStream {
             return fail(.protocolError, "a header block interrupted", &output)
         }
         if !sawClientSettings {
@@ -275,9 +275,8 @@ final package class HTTP2Session: ProtocolSession {
     /// idle → open (§5.1): a new stream in the table; one whose request does not come whole in
     /// this frame must complete within the request timeout.
     private func open(_ id: Int32, complete: Bool) -> HTTP2Stream {
-        let stream = HTTP2Stream(id: id, startedMicroseconds: clock.microseconds(), sendWindow: scheduler.initialStreamWindow,
-                                 receiveWindow: configuration.initialWindowSize)
-        streams.insert(stream)
+        let stream = streams.open(id, startedMicroseconds: clock.microseconds(), sendWindow: scheduler.initialStreamWindow,
+                                  receiveWindow: configuration.initialWindowSize)
         if !complete { timers.requestStarted(stream, now: clock.now) }
         return stream
     }
@@ -340,12 +339,11 @@ final package class HTTP2Session: ProtocolSession {
     private func endRequest(_ stream: HTTP2Stream, _ output: inout Output) {
         stream.state = .halfClosedRemote
         if let length = stream.contentLength, length != stream.bodyBytes { return reset(stream, .protocolError, &output) }
-        let response: Response
-        switch stream.request() {
-        case .success(let request): response = dispatch.respond(to: request, startedMicroseconds: stream.startedMicroseconds)
-        case .failure(let error): response = dispatch.refuse(error, startedMicroseconds: stream.startedMicroseconds)
+        if stream.hasUsableHost {
+            stream.response = dispatch.respond(to: stream.takeRequest(), startedMicroseconds: stream.startedMicroseconds)
+        } else {
+            stream.response = dispatch.refuse(stream.refusal, startedMicroseconds: stream.startedMicroseconds)
         }
-        stream.response = response
         scheduler.enqueue(stream)
     }
 
