@@ -33,12 +33,13 @@ final package class HTTP2Session: ProtocolSession {
     private var timers: ConnectionTimers
 
     private var receiveWindows: ReceiveWindows
+    private var floods: FloodGuard
     /// The client acknowledged our SETTINGS: a stream beyond the limit is then a protocol error.
     private var settingsAcknowledged = false
     /// The server's SETTINGS is written (the first frame out).
     private var sentPreface = false
-
-    private var floods: FloodGuard
+    /// The request being answered, filled in place from its stream (``HTTP2Stream/moveRequest(into:)``).
+    private var request = HTTPRequest(method: .other(""), target: "", path: "", host: nil, version: .http2, keepAlive: true)
 
     /// Why the session gave up on the connection: the GOAWAY code sent.
     private var failure: ConnectionError?
@@ -340,7 +341,8 @@ final package class HTTP2Session: ProtocolSession {
         stream.state = .halfClosedRemote
         if let length = stream.contentLength, length != stream.bodyBytes { return reset(stream, .protocolError, &output) }
         if stream.hasUsableHost {
-            stream.response = dispatch.respond(to: stream.takeRequest(), startedMicroseconds: stream.startedMicroseconds)
+            stream.moveRequest(into: &request)
+            stream.response = dispatch.respond(toRequestIn: &request, startedMicroseconds: stream.startedMicroseconds)
         } else {
             stream.response = dispatch.refuse(stream.refusal, startedMicroseconds: stream.startedMicroseconds)
         }

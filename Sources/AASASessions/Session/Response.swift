@@ -14,6 +14,13 @@ public final class ResponseHead: Sendable {
     /// (no `date` or connection-specific fields, RFC 9113 §8.2.2), each a literal without
     /// indexing (``HeaderEncoder``), so every stream of every connection sends these same bytes.
     package let http2Block: [UInt8]
+    /// A HEADERS frame of `http2Block` up to the date's value (RFC 9113 §6.2): nine bytes for
+    /// the frame header, which the session fills in (length, flags, stream), the block, and the
+    /// `date` field's literal prefix for a date of ``http2DateLength`` bytes. Written with the
+    /// date in two copies, not five (callgrind).
+    package let http2HeadersBeforeDate: [UInt8]
+    /// An IMF-fixdate's length (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
+    package static let http2DateLength = 29
 
     package init(status: HTTPStatus, fields: [(name: String, value: String)], contentLength: Int?) {
         self.status = status
@@ -33,6 +40,8 @@ public final class ResponseHead: Sendable {
         head += "Date: ".utf8
         self.http1 = head
         http2Block = HeaderEncoder.block(status: status.rawValue, fields: fields)
+        http2HeadersBeforeDate = [UInt8](repeating: 0, count: 9) + http2Block
+            + [HeaderEncoder.datePrefix.0, HeaderEncoder.datePrefix.1, UInt8(ResponseHead.http2DateLength)]
     }
 
     /// The conventional capitalisation on HTTP/1.1 (`content-type` → `Content-Type`,
