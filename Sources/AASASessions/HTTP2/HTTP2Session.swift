@@ -340,8 +340,7 @@ final package class HTTP2Session: ProtocolSession {
     private func endRequest(_ stream: HTTP2Stream, _ output: inout Output) {
         stream.state = .halfClosedRemote
         if let length = stream.contentLength, length != stream.bodyBytes { return reset(stream, .protocolError, &output) }
-        if stream.hasUsableHost {
-            stream.moveRequest(into: &request)
+        if stream.moveRequest(into: &request) {
             stream.response = dispatch.respond(toRequestIn: &request, startedMicroseconds: stream.startedMicroseconds)
         } else {
             stream.response = dispatch.refuse(stream.refusal, startedMicroseconds: stream.startedMicroseconds)

@@ -153,19 +153,16 @@ final package class HTTP2Stream {
         return end == bytes.count ? target : String(decoding: UnsafeBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
     }
 
-    /// `:authority` or Host names a valid host: the request can be made (``moveRequest(into:)``);
-    /// otherwise it is refused (``refusal``).
-    package var hasUsableHost: Bool { (authority ?? hostField)?.host != nil }
-
-    /// Moves the request the fields describe into `request`, the session's; only when the
-    /// stream ``hasUsableHost``. The session has already checked the field
-    /// rules (``RequestFieldCheck``, RFC 9113 §8.2, §8.3): `:method` present, `:path` present
-    /// unless CONNECT, no connection-specific fields. The stream's Strings are moved, not
-    /// copied: it is done with them. Filled in place: a request built here and returned was
-    /// built aside, then copied whole into place and the first destroyed (Swift 6.3, callgrind).
-    package func moveRequest(into request: inout HTTPRequest) {
+    /// Moves the request the fields describe into `request`, the session's (every field it
+    /// may have set before is set again); false, `request` untouched, when `:authority` or Host
+    /// names no valid host (``refusal``). The session has already checked the field rules
+    /// (``RequestFieldCheck``, RFC 9113 §8.2, §8.3): `:method` present, `:path` present unless
+    /// CONNECT, no connection-specific fields. The stream's Strings are moved, not copied: it
+    /// is done with them. Filled in place: a request built here and returned was built aside,
+    /// then copied whole into place and the first destroyed (Swift 6.3, callgrind).
+    package func moveRequest(into request: inout HTTPRequest) -> Bool {
         // RFC 9113 §8.3.1: `:authority` wins over Host when both are present.
-        let field = (authority ?? hostField)!
+        guard let field = authority ?? hostField, let host = field.host else { return false }
         if let sentTarget = target.take(), let path = path.take() {
             request.target = sentTarget
             request.path = path
@@ -174,16 +171,17 @@ final package class HTTP2Stream {
             request.path = Array(sentTarget.utf8).withUnsafeBufferPointer { HTTP2Stream.path(of: $0, target: sentTarget) }
             request.target = sentTarget
         }
-        if let method = method.take() { request.method = method }
-        request.host = field.host
+        request.method = method.take() ?? .other("")
+        request.host = host
         request.ifNoneMatch = ifNoneMatch.take()
         request.ifModifiedSince = ifModifiedSince.take()
         request.userAgent = userAgent.take()
         request.contentLength = contentLength ?? bodyBytes
         request.isOwnCheck = isOwnCheck
+        return true
     }
 
-    /// What ``hasUsableHost`` found missing: the 400 a request without a usable host gets.
+    /// Why ``moveRequest(into:)`` found no request: the 400 a request without a usable host gets.
     package var refusal: HTTPError {
         (authority ?? hostField) == nil ? HTTPError(.badRequest, "HTTP/2 request without :authority or Host")
             : HTTPError(.badRequest, "invalid :authority")
