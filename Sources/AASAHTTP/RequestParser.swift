@@ -72,9 +72,6 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The body, for a session that keeps bodies (the admin listener); empty otherwise.
     public var body: [UInt8] = []
 
-    /// Inlinable: a session's request is built where it is used, not copied in by a call into
-    /// another module and the copies destroyed (some 300 instructions an HTTP/2 request, callgrind).
-    @inlinable
     public init(method: HTTPMethod, target: String, path: String, host: String?, version: HTTPVersion,
                 keepAlive: Bool, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil,
                 userAgent: String? = nil, contentLength: Int = 0, hasUnframedBody: Bool = false,
