@@ -142,6 +142,21 @@ private let cancel: UInt32 = 0x8
         #expect(server.dispatch.requests.first?.host == "www.example.com")
     }
 
+    @Test func aasaCheckMarksOurOwnCheckAsOnHTTP1AndTheNextRequestStartsAfresh() {
+        let server = ServerUnderTest()
+        let client = H2Client()
+        let checked = client.request(extra: [("aasa-check", "1"), ("user-agent", "Checker")])
+        client.talk(to: server)
+        let next = client.request(method: "HEAD", path: "/other?x=1", authority: nil, extra: [("host", "www.example.com")])
+        client.talk(to: server)
+        #expect(client.status(checked) == "200" && client.status(next) == "200")
+        let requests = server.dispatch.requests
+        #expect(requests.map(\.isOwnCheck) == [true, false])
+        #expect(requests.map(\.userAgent) == ["Checker", nil])
+        #expect(requests.last?.method == .head && requests.last?.host == "www.example.com")
+        #expect(requests.last?.path == "/other" && requests.last?.target == "/other?x=1")
+    }
+
     @Test func aSmallBodyIsReadAndDiscardedBeforeTheAnswer() {
         let server = ServerUnderTest()
         server.receive(Wire.clientStart + Wire.get(stream: 1, method: "POST", endStream: false) + Wire.data(stream: 1, count: 1000))

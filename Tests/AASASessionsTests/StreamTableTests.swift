@@ -30,4 +30,15 @@ import Testing
         table.forEach { ids.insert($0.id) }
         #expect(ids == Set(reference.keys))
     }
+
+    @Test func aRemovedStreamThatSomethingStillHoldsIsNotOpenedAgain() {
+        var table = StreamTable(maxOpen: 10)
+        let held = table.open(1, startedMicroseconds: 0, sendWindow: 0, receiveWindow: 0)
+        held.state = .closed
+        table.remove(1)
+        let next = table.open(3, startedMicroseconds: 0, sendWindow: 0, receiveWindow: 0)
+        #expect(next !== held)
+        #expect(held.id == 1 && held.state == .closed)
+        #expect(table[3] === next && table[1] == nil)
+    }
 }

@@ -73,17 +73,34 @@ enum AssociationFileHandler {
 /// A connection's last host and what it resolved to. Keep-alive clients ask for the same host
 /// again and again; comparing the string is cheaper than hashing it into the site index, and the
 /// certificate check is done once per host, not once per request.
+///
+/// No weak references: a weak reference gives its object a side table, and every retain and
+/// release of an object with one takes the runtime's slow path (the snapshot and the
+/// certificate are retained several times a request; some 500 instructions an HTTP/2 request,
+/// callgrind). The snapshot is told apart by its loop's serial (``LoopContext/snapshotSerial``),
+/// and the certificate is the connection's own, which the connection holds anyway.
 struct HostCache {
     private var host: String?
-    private weak var snapshot: SiteSnapshot?
     private var entry: (name: SiteName, value: Site)?
+    /// The loop's snapshot serial the entry was looked up in.
+    private var snapshotSerial = -1
     private var coveredHost: String?
-    private weak var coveredCertificate: TLSCertificate?
+    private var coveredCertificate: TLSCertificate?
 
+    /// The loop is at snapshot `serial`: an entry looked up in another one is forgotten.
+    /// Called by the dispatcher before each request, so a lookup is always in the current one.
+    mutating func follow(snapshot serial: Int) {
+        guard serial != snapshotSerial else { return }
+        snapshotSerial = serial
+        host = nil
+        entry = nil
+    }
+
+    /// The site for `host` in `snapshot`, the one the loop's serial given to
+    /// ``follow(snapshot:)`` names.
     mutating func lookup(_ host: String, in snapshot: SiteSnapshot) -> (name: SiteName, value: Site)? {
-        if self.host == host, self.snapshot === snapshot { return entry }
+        if self.host == host { return entry }
         self.host = host
-        self.snapshot = snapshot
         entry = snapshot.index.lookup(host)
         return entry
     }

@@ -17,7 +17,10 @@ final class LoopContext {
     /// nil when HTTP/2 is off (`--http2 off`).
     let http2: HTTP2Configuration?
     let log: Log
-    var snapshot: SiteSnapshot
+    var snapshot: SiteSnapshot { didSet { snapshotSerial &+= 1 } }
+    /// Counts the snapshots this loop has served: how a connection's ``HostCache`` knows its
+    /// entry is from the current one without holding a reference to it.
+    private(set) var snapshotSerial = 0
     let accessLog: AccessLog
     private let counters: LoopCounters
     /// Each listener's handlers, built once.
@@ -64,6 +67,7 @@ final class LoopContext {
     /// the listener's chain that takes the request, then the access log and the metrics as the
     /// handler says.
     func respond(to request: HTTPRequest, connection: ConnectionFacts, cache: inout HostCache, startedMicroseconds: Int64) -> Response {
+        cache.follow(snapshot: snapshotSerial)
         switch connection.listener {
         case .admin:
             return dispatch(handlers.admin, request, connection, &cache, startedMicroseconds)

@@ -243,11 +243,23 @@ package enum Frame {
 extension Output {
     /// Appends a frame header, its nine bytes in one copy.
     mutating package func appendFrameHeader(length: Int, type: FrameType, flags: UInt8, stream: Int32) {
+        withUnsafeBytes(of: Output.frameHeader(length: length, type: type, flags: flags, stream: stream)) { buffer.append(contentsOf: $0) }
+    }
+
+    /// Writes a frame header over the nine bytes at `offset`, left for it by a prepared frame
+    /// (``ResponseHead/http2HeadersBeforeDate``).
+    mutating package func fillFrameHeader(at offset: Int, length: Int, type: FrameType, flags: UInt8, stream: Int32) {
+        let header = Output.frameHeader(length: length, type: type, flags: flags, stream: stream)
+        buffer.withUnsafeMutableBytes { $0.storeBytes(of: header, toByteOffset: offset, as: Swift.type(of: header)) }
+    }
+
+    /// The nine bytes of a frame header (§4.1).
+    private static func frameHeader(length: Int, type: FrameType, flags: UInt8, stream: Int32)
+        -> (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) {
         let id = UInt32(bitPattern: stream)
-        let header = (UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
-                      type.rawValue, flags, UInt8(truncatingIfNeeded: id >> 24), UInt8(truncatingIfNeeded: id >> 16),
-                      UInt8(truncatingIfNeeded: id >> 8), UInt8(truncatingIfNeeded: id))
-        withUnsafeBytes(of: header) { buffer.append(contentsOf: $0) }
+        return (UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
+                type.rawValue, flags, UInt8(truncatingIfNeeded: id >> 24), UInt8(truncatingIfNeeded: id >> 16),
+                UInt8(truncatingIfNeeded: id >> 8), UInt8(truncatingIfNeeded: id))
     }
 
     /// The server's SETTINGS (§6.5), each parameter with its value.

@@ -33,12 +33,13 @@ final package class HTTP2Session: ProtocolSession {
     private var timers: ConnectionTimers
 
     private var receiveWindows: ReceiveWindows
+    private var floods: FloodGuard
     /// The client acknowledged our SETTINGS: a stream beyond the limit is then a protocol error.
     private var settingsAcknowledged = false
     /// The server's SETTINGS is written (the first frame out).
     private var sentPreface = false
-
-    private var floods: FloodGuard
+    /// The request being answered, filled in place from its stream (``HTTP2Stream/moveRequest(into:)``).
+    private var request = HTTPRequest(method: .other(""), target: "", path: "", host: nil, version: .http2, keepAlive: true)
 
     /// Why the session gave up on the connection: the GOAWAY code sent.
     private var failure: ConnectionError?
@@ -136,7 +137,7 @@ final package class HTTP2Session: ProtocolSession {
 
     package var lingersOnClose: Bool { false }
 
-    package var isIdle: Bool { streams.isEmpty && blocks.current == nil }
+    package var isIdle: Bool { streams.isEmpty && blocks.currentStreamID == nil }
 
     package var deadline: Int64? {
         if isTerminated { return nil }
@@ -156,7 +157,7 @@ final package class HTTP2Session: ProtocolSession {
     // MARK: - Frames in
 
     private func handle(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, _ output: inout Output) {
-        if let block = blocks.current, header.type != FrameType.continuation.rawValue || header.stream != block.streamID {
+        if let blockStream = blocks.currentStreamID, header.type != FrameType.continuation.rawValue || header.stream != blockStream {
             return fail(.protocolError, "a header block interrupted", &output)
         }
         if !sawClientSettings {
@@ -275,9 +276,8 @@ final package class HTTP2Session: ProtocolSession {
     /// idle → open (§5.1): a new stream in the table; one whose request does not come whole in
     /// this frame must complete within the request timeout.
     private func open(_ id: Int32, complete: Bool) -> HTTP2Stream {
-        let stream = HTTP2Stream(id: id, startedMicroseconds: clock.microseconds(), sendWindow: scheduler.initialStreamWindow,
-                                 receiveWindow: configuration.initialWindowSize)
-        streams.insert(stream)
+        let stream = streams.open(id, startedMicroseconds: clock.microseconds(), sendWindow: scheduler.initialStreamWindow,
+                                  receiveWindow: configuration.initialWindowSize)
         if !complete { timers.requestStarted(stream, now: clock.now) }
         return stream
     }
@@ -340,12 +340,11 @@ final package class HTTP2Session: ProtocolSession {
     private func endRequest(_ stream: HTTP2Stream, _ output: inout Output) {
         stream.state = .halfClosedRemote
         if let length = stream.contentLength, length != stream.bodyBytes { return reset(stream, .protocolError, &output) }
-        let response: Response
-        switch stream.request() {
-        case .success(let request): response = dispatch.respond(to: request, startedMicroseconds: stream.startedMicroseconds)
-        case .failure(let error): response = dispatch.refuse(error, startedMicroseconds: stream.startedMicroseconds)
+        if stream.moveRequest(into: &request) {
+            stream.response = dispatch.respond(toRequestIn: &request, startedMicroseconds: stream.startedMicroseconds)
+        } else {
+            stream.response = dispatch.refuse(stream.refusal, startedMicroseconds: stream.startedMicroseconds)
         }
-        stream.response = response
         scheduler.enqueue(stream)
     }
 

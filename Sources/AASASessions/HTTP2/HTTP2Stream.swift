@@ -8,10 +8,12 @@ import Glibc
 /// In the session's table from its HEADERS frame until it closes (the response's last frame
 /// written, or a RST_STREAM either way). A class: the session reaches it from its table, its
 /// send queue and the block being decoded, and a struct this size was copied out and destroyed
-/// at each access (some 800 instructions, callgrind).
+/// at each access (some 800 instructions, callgrind). The session keeps a few closed ones to
+/// open again (``reopen(id:startedMicroseconds:sendWindow:receiveWindow:)``), so a stream a
+/// request is not an allocation and a free.
 final package class HTTP2Stream {
-    package let id: Int32
-    package let startedMicroseconds: Int64
+    private(set) package var id: Int32
+    private(set) package var startedMicroseconds: Int64
     package var method: HTTPMethod?
     /// `:path` as sent, and its path: the part before any `?` or `#` (`/` when empty). Both are
     /// made from the field's bytes as it arrives, the same String when there is no query.
@@ -23,6 +25,8 @@ final package class HTTP2Stream {
     package var ifModifiedSince: String?
     package var userAgent: String?
     package var contentLength: Int?
+    /// The request carries `aasa-check` (``RequestParser/ownCheckField``), as HTTP/1.1 honours it.
+    package var isOwnCheck = false
     /// Request body bytes received (and discarded).
     package var bodyBytes = 0
     /// DATA payload received, padding included: what the body limit counts.
@@ -67,11 +71,41 @@ final package class HTTP2Stream {
         self.receiveWindow = receiveWindow
     }
 
+    /// Makes this closed stream, which nothing else holds any more (the caller checked), the
+    /// new stream `id`: everything as ``init(id:startedMicroseconds:sendWindow:receiveWindow:)``
+    /// leaves it.
+    func reopen(id: Int32, startedMicroseconds: Int64, sendWindow: Int, receiveWindow: Int) {
+        self.id = id
+        self.startedMicroseconds = startedMicroseconds
+        self.sendWindow = sendWindow
+        self.receiveWindow = receiveWindow
+        method = nil
+        target = nil
+        path = nil
+        authority = nil
+        hostField = nil
+        ifNoneMatch = nil
+        ifModifiedSince = nil
+        userAgent = nil
+        contentLength = nil
+        isOwnCheck = false
+        bodyBytes = 0
+        receivedBytes = 0
+        state = .open
+        response = nil
+        headersSent = false
+        bodySent = 0
+        isQueued = false
+        blockedUntil = nil
+    }
+
     /// A `:authority` or `Host` value, normalized when it arrives: the host it names (lower
     /// case, no port, no trailing dot), or nil when it is not a valid host. The value as sent is
     /// kept only when it differs from that host: it is the target of a request without `:path`
-    /// (CONNECT).
-    package struct HostField {
+    /// (CONNECT). A class: it is made once per connection and value (``RequestFieldReader``
+    /// remembers the last), then handed to every stream that sends the same bytes, and a struct
+    /// of three references was three retains and releases at each copy (callgrind).
+    package final class HostField {
         package let host: String?
         private let sent: String?
         /// The bytes it was made from.
@@ -99,12 +133,11 @@ final package class HTTP2Stream {
         package var text: String { sent ?? host! }
     }
 
-    /// `:path`: one of `targets`' Strings when it is one of them (no query, so also the path).
-    func setPath(_ bytes: UnsafeBufferPointer<UInt8>, targets: InternedTargets) {
-        if let interned = targets.text(for: bytes) {
-            (target, path) = (interned, interned)
-            return
-        }
+    /// `:path`, one of the server's ``InternedTargets`` (no query, so also the path).
+    func setPath(interned: String) { (target, path) = (interned, interned) }
+
+    /// `:path`, any other: its String made from the bytes.
+    func setPath(_ bytes: UnsafeBufferPointer<UInt8>) {
         let target = String(decoding: bytes, as: UTF8.self)
         self.target = target
         path = HTTP2Stream.path(of: bytes, target: target)
@@ -120,28 +153,37 @@ final package class HTTP2Stream {
         return end == bytes.count ? target : String(decoding: UnsafeBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
     }
 
-    /// The request the fields describe, or the 400 an HTTP/1.1 request without a usable Host
-    /// gets. The session has already checked the field rules (``RequestFieldCheck``, RFC 9113
-    /// §8.2, §8.3): `:method` present, `:path` present unless CONNECT, no connection-specific
-    /// fields.
-    package func request() -> Result<HTTPRequest, HTTPError> {
+    /// Moves the request the fields describe into `request`, the session's (every field it
+    /// may have set before is set again); false, `request` untouched, when `:authority` or Host
+    /// names no valid host (``refusal``). The session has already checked the field rules
+    /// (``RequestFieldCheck``, RFC 9113 §8.2, §8.3): `:method` present, `:path` present unless
+    /// CONNECT, no connection-specific fields. The stream's Strings are moved, not copied: it
+    /// is done with them. Filled in place: a request built here and returned was built aside,
+    /// then copied whole into place and the first destroyed (Swift 6.3, callgrind).
+    package func moveRequest(into request: inout HTTPRequest) -> Bool {
         // RFC 9113 §8.3.1: `:authority` wins over Host when both are present.
-        guard let field = authority ?? hostField else {
-            return .failure(HTTPError(.badRequest, "HTTP/2 request without :authority or Host"))
-        }
-        guard let host = field.host else {
-            return .failure(HTTPError(.badRequest, "invalid :authority"))
-        }
-        let target: String, requestPath: String
-        if let sentTarget = self.target, let path {
-            (target, requestPath) = (sentTarget, path)
+        guard let field = authority ?? hostField, let host = field.host else { return false }
+        if let sentTarget = target.take(), let path = path.take() {
+            request.target = sentTarget
+            request.path = path
         } else {
-            target = field.text
-            requestPath = Array(target.utf8).withUnsafeBufferPointer { HTTP2Stream.path(of: $0, target: target) }
+            let sentTarget = field.text
+            request.path = Array(sentTarget.utf8).withUnsafeBufferPointer { HTTP2Stream.path(of: $0, target: sentTarget) }
+            request.target = sentTarget
         }
-        return .success(HTTPRequest(method: method ?? .other(""), target: target, path: requestPath, host: host,
-                                    version: .http2, keepAlive: true, ifNoneMatch: ifNoneMatch,
-                                    ifModifiedSince: ifModifiedSince, userAgent: userAgent,
-                                    contentLength: contentLength ?? bodyBytes))
+        request.method = method.take() ?? .other("")
+        request.host = host
+        request.ifNoneMatch = ifNoneMatch.take()
+        request.ifModifiedSince = ifModifiedSince.take()
+        request.userAgent = userAgent.take()
+        request.contentLength = contentLength ?? bodyBytes
+        request.isOwnCheck = isOwnCheck
+        return true
+    }
+
+    /// Why ``moveRequest(into:)`` found no request: the 400 a request without a usable host gets.
+    package var refusal: HTTPError {
+        (authority ?? hostField) == nil ? HTTPError(.badRequest, "HTTP/2 request without :authority or Host")
+            : HTTPError(.badRequest, "invalid :authority")
     }
 }

@@ -50,7 +50,10 @@ struct HeaderBlockReader {
     private let maxHeaderListSize: Int
     private let maxContinuationFrames: Int
     /// The block being received: nothing else may come between its frames (§6.10).
-    private(set) var current: HeaderBlock?
+    private(set) var current: HeaderBlock? { didSet { currentStreamID = current?.streamID } }
+    /// The stream of the block being received, kept aside: reading it from `current` copied
+    /// the block (its stream and its buffer retained and released) at each frame.
+    private(set) var currentStreamID: Int32?
 
     init(configuration: HTTP2Configuration) {
         fields = RequestFieldReader(targets: configuration.targets)
@@ -118,6 +121,8 @@ struct HeaderBlockReader {
 /// fields; HTTP/2 names are lower case, §8.2.2).
 package enum RequestField {
     case method, path, authority, host, ifNoneMatch, ifModifiedSince, userAgent, contentLength
+    /// ``RequestParser/ownCheckField``, lower case as HTTP/2 sends names.
+    case ownCheck
 
     /// Which field a name is, by length first (most names cost one comparison).
     static package func named(_ name: UnsafeBufferPointer<UInt8>) -> RequestField? {
@@ -127,7 +132,8 @@ package enum RequestField {
         case 7: return equals(name, ":method") ? .method : nil
         case 10:
             if equals(name, ":authority") { return .authority }
-            return equals(name, "user-agent") ? .userAgent : nil
+            if equals(name, "user-agent") { return .userAgent }
+            return equals(name, "aasa-check") ? .ownCheck : nil
         case 13: return equals(name, "if-none-match") ? .ifNoneMatch : nil
         case 14: return equals(name, "content-length") ? .contentLength : nil
         case 17: return equals(name, "if-modified-since") ? .ifModifiedSince : nil
@@ -156,7 +162,8 @@ struct RequestFieldReader {
     init(targets: InternedTargets) { self.targets = targets }
 
     /// Reads one field of `stream`'s block; returns why the request is malformed, or nil. A
-    /// value remembered from an earlier stream was checked then.
+    /// value remembered from an earlier stream was checked then; GET and the served paths are
+    /// valid values, not checked again.
     mutating func read(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, into stream: HTTP2Stream,
                        check: inout RequestFieldCheck) -> StaticString? {
         let known = RequestField.named(name)
@@ -173,19 +180,27 @@ struct RequestFieldReader {
                 stream.userAgent = agent
                 return nil
             }
+        case .method:
+            // GET, nearly every request's, is a valid value (RFC 9113 §8.2.1).
+            if RequestField.equals(value, "GET") {
+                if let why = check.check(name, value, known: known, valueIsChecked: true) { return why }
+                stream.method = .get
+                return nil
+            }
+        case .path:
+            // So is a path the server serves files at.
+            if let interned = targets.text(for: value) {
+                if let why = check.check(name, value, known: known, valueIsChecked: true) { return why }
+                stream.setPath(interned: interned)
+                return nil
+            }
         default: break
         }
         if let why = check.check(name, value, known: known, valueIsChecked: false) { return why }
         switch known {
         case .method:
-            if RequestField.equals(value, "GET") {
-                stream.method = .get
-            } else if RequestField.equals(value, "HEAD") {
-                stream.method = .head
-            } else {
-                stream.method = .other(String(decoding: value, as: UTF8.self))
-            }
-        case .path: stream.setPath(value, targets: targets)
+            stream.method = RequestField.equals(value, "HEAD") ? .head : .other(String(decoding: value, as: UTF8.self))
+        case .path: stream.setPath(value)
         case .authority: stream.setAuthority(hostField(value))
         case .host: stream.setHostField(hostField(value))
         case .ifNoneMatch: stream.ifNoneMatch = String(decoding: value, as: UTF8.self)
@@ -197,6 +212,7 @@ struct RequestFieldReader {
         case .contentLength:
             // Checked to be digits; a longer one is over any limit anyway.
             stream.contentLength = value.count <= 18 ? value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } : Int.max
+        case .ownCheck: stream.isOwnCheck = true
         case nil: break
         }
         return nil

@@ -16,7 +16,7 @@ struct RequestFieldCheck {
 
     /// Why the field makes the request malformed, or nil. `known` is the session's reading of
     /// the name (a name it recognised is already known to be valid); `valueIsChecked` says the
-    /// value is one the session checked on an earlier stream.
+    /// value is one the session checked on an earlier stream, or one known to be valid.
     mutating func check(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>,
                         known: RequestField?, valueIsChecked: Bool) -> StaticString? {
         if !valueIsChecked, let why = RequestFieldCheck.checkValue(value) { return why }

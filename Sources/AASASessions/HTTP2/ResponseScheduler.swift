@@ -160,7 +160,13 @@ struct ResponseScheduler {
         let prefix = sentHeaderBlock ? 0 : 1
         let length = prefix + head.http2Block.count + 3 + date.count
         let flags = endStream ? FrameFlag.endStream : 0
-        if length <= peerMaxFrameSize {
+        if prefix == 0, date.count == ResponseHead.http2DateLength, length <= peerMaxFrameSize {
+            // The usual case: the prepared frame, then the date.
+            let start = output.buffer.count
+            output.buffer.append(contentsOf: head.http2HeadersBeforeDate)
+            output.buffer.append(contentsOf: date)
+            output.fillFrameHeader(at: start, length: length, type: .headers, flags: flags | FrameFlag.endHeaders, stream: id)
+        } else if length <= peerMaxFrameSize {
             output.appendFrameHeader(length: length, type: .headers, flags: flags | FrameFlag.endHeaders, stream: id)
             if prefix == 1 { output.buffer.append(HeaderEncoder.tableSizeZero) }
             output.buffer.append(contentsOf: head.http2Block)
