@@ -107,10 +107,9 @@ final package class TLSStream {
 
     /// Reads up to `count` bytes.
     package func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Progress {
-        TLSError.clearQueue()
         var n = 0
         if SSL_read_ex(ssl, buffer, count, &n) == 1 { return .done(n) }
-        return progress(after: 0)
+        return progressAfterFailedCall { SSL_read_ex(ssl, buffer, count, &n) == 1 ? n : nil }
     }
 
     /// Writes up to `count` bytes (partial writes allowed: SSL_MODE_ENABLE_PARTIAL_WRITE).
@@ -124,15 +123,16 @@ final package class TLSStream {
             guard case .done = flushed else { return flushed }
         }
         if count > TLSStream.recordSize, !isClient { startBuffering() }
-        TLSError.clearQueue()
         var n = 0
-        guard SSL_write_ex(ssl, bytes, count, &n) == 1 else { return progress(after: 0) }
+        if SSL_write_ex(ssl, bytes, count, &n) != 1 {
+            let after = progressAfterFailedCall { SSL_write_ex(ssl, bytes, count, &n) == 1 ? n : nil }
+            guard case .done = after else { return after }
+        }
         guard writeBuffer != nil else { return .done(n) }
         // With partial writes OpenSSL returns after each record: more records go into the
         // buffer, up to what it holds without writing through, then all leave in one write.
         var total = n
         while total < count, total + TLSStream.recordSize <= TLSStream.batchBytes {
-            TLSError.clearQueue()
             guard SSL_write_ex(ssl, bytes + total, count - total, &n) == 1 else {
                 // Taken so far is taken; the rest is offered again after the flush.
                 TLSError.clearQueue()
@@ -242,6 +242,22 @@ final package class TLSStream {
     /// Set when ``Progress/closed`` came from a TCP close without close_notify: data that ends
     /// with the connection may have been cut by anyone on the path (RFC 8446 §6.1).
     private(set) package var closedWithoutNotify = false
+
+    /// The outcome of a read or write that failed, made without emptying the error queue first:
+    /// looking at the queue costs some 200 instructions (ERR_peek_error finds the thread's error
+    /// state through OPENSSL_init_crypto and a thread-local lookup, callgrind), twice a request,
+    /// and a call that succeeds does not read it. `SSL_get_error` does: an entry an earlier call
+    /// on this thread left there would make a would-block look fatal. With the queue empty its
+    /// answer is exact; otherwise the queue is emptied and the call made once more with the same
+    /// arguments (as OpenSSL asks after a would-block, SSL_read(3)): a would-block or a close
+    /// comes again and is now told exactly, and a stream that failed stays failed (OpenSSL's
+    /// state machine refuses every call after a fatal error).
+    private func progressAfterFailedCall(_ again: () -> Int?) -> Progress {
+        if ERR_peek_error() == 0 { return progress(after: 0) }
+        ERR_clear_error()
+        if let n = again() { return .done(n) }
+        return progress(after: 0)
+    }
 
     private func progress(after result: Int32) -> Progress {
         switch SSL_get_error(ssl, result) {
