@@ -32,6 +32,9 @@ final package class TLSStream {
     /// each (OpenSSL writes every 16 KB record with its own call). Made for such a write and
     /// freed once its bytes are out, so an idle connection holds no output buffer.
     private var writeBuffer: OpaquePointer?
+    /// The last write asked the buffer to hold its records for the write that follows
+    /// (``write(_:count:moreFollows:)``).
+    private var holding = false
     /// Below glibc's default mmap threshold (128 KiB): a buffer per large response must not
     /// cost an mmap and an munmap.
     static let writeBufferSize = 112 * 1024
@@ -115,20 +118,27 @@ final package class TLSStream {
     /// Writes up to `count` bytes (partial writes allowed: SSL_MODE_ENABLE_PARTIAL_WRITE).
     /// After `.wantWrite`/`.wantRead` the same bytes must be offered again. On the server's
     /// end, the records of a write larger than one record may be left in the write buffer
-    /// (``hasPendingOutput``): ``flushPendingOutput()`` sends them.
-    package func write(_ bytes: UnsafeRawPointer, count: Int) -> Progress {
-        if writeBuffer != nil {
+    /// (``hasPendingOutput``): ``flushPendingOutput()`` sends them. `moreFollows`: a large
+    /// write comes next (a response's head before its body), and this one's records wait in
+    /// the buffer to leave with it, in one write(2) instead of two.
+    package func write(_ bytes: UnsafeRawPointer, count: Int, moreFollows: Bool = false) -> Progress {
+        if writeBuffer != nil, !holding {
             // What the last write left goes first; nothing new is taken until it is out.
             let flushed = flushPendingOutput()
             guard case .done = flushed else { return flushed }
         }
-        if count > TLSStream.recordSize, !isClient { startBuffering() }
+        holding = false
+        if count > TLSStream.recordSize || moreFollows, !isClient { startBuffering() }
         var n = 0
         if SSL_write_ex(ssl, bytes, count, &n) != 1 {
             let after = progressAfterFailedCall { SSL_write_ex(ssl, bytes, count, &n) == 1 ? n : nil }
             guard case .done = after else { return after }
         }
         guard writeBuffer != nil else { return .done(n) }
+        if moreFollows, n == count {
+            holding = true
+            return .done(n)
+        }
         // With partial writes OpenSSL returns after each record: more records go into the
         // buffer, up to what it holds without writing through, then all leave in one write.
         var total = n
@@ -152,6 +162,7 @@ final package class TLSStream {
     package func flushPendingOutput() -> Progress {
         guard let buffer = writeBuffer else { return .done(0) }
         TLSError.clearQueue()
+        holding = false
         if aasa_BIO_flush(buffer) == 1 {
             stopBuffering()
             return .done(0)
