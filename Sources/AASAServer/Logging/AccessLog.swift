@@ -15,9 +15,9 @@ import Glibc
 /// request to the next (a keep-alive client asks for the same file with the same agent): the run
 /// from the time to the status (client, host, method, target, version) and the run after the
 /// duration (agent, protocol, fetcher) are each remembered as bytes with the fields they were
-/// made of, a few of each (``Pieces``), so a line is usually five copies and three numbers:
-/// some 300 instructions, where writing every field cost about 950 (callgrind, this type's part)
-/// and building the line from Strings about 3,700.
+/// made of, a few of each (``Pieces``), so a line is usually four copies and three numbers:
+/// about 530 instructions (callgrind, `append` and what it calls), where writing every field
+/// cost about 950 and building the line from Strings about 3,700.
 final package class AccessLog {
     package let format: LogFormat
     /// The lines of this turn: `count` bytes of `capacity`.
