@@ -59,6 +59,28 @@ func status(_ text: String) -> Int? {
         #expect(r.host == "a.example.com" && r.userAgent == nil)
     }
 
+    @Test func aRequestParsedIntoTheLastOneKeepsNothingOfIt() throws {
+        // The server's session parses each request into the one before it (parse(_:into:)):
+        // every field must be written, a field not sent as the empty value.
+        var parser = RequestParser()
+        var request = HTTPRequest()
+        let first = "POST /a?b HTTP/1.1\r\nHost: a.example.com\r\nUser-Agent: one\r\nIf-None-Match: \"x\"\r\n"
+            + "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\nAuthorization: Bearer t\r\nIf-Match: \"y\"\r\n"
+            + "AASA-Check: 1\r\nContent-Length: 3\r\nConnection: close\r\n\r\n"
+        guard case .complete = Array(first.utf8).withUnsafeBytes({ parser.parse($0, into: &request) }) else {
+            Issue.record("no first request")
+            return
+        }
+        request.body = [1, 2, 3]
+        parser.reset()
+        let second = "HEAD / HTTP/1.0\r\n\r\n"
+        guard case .complete = Array(second.utf8).withUnsafeBytes({ parser.parse($0, into: &request) }) else {
+            Issue.record("no second request")
+            return
+        }
+        #expect(request == HTTPRequest(method: .head, target: "/", path: "/", host: nil, version: .http10, keepAlive: false))
+    }
+
     @Test func aKnownTargetIsHandedOutAsItsOwnStringAndAnyOtherIsMade() throws {
         let known = "/.well-known/apple-app-site-association", other = "/.well-known/apple-app-site-associatioN"
         let targets = InternedTargets(["/x", known])

@@ -11,8 +11,13 @@ import Glibc
 ///
 /// A line is written as bytes straight into memory reserved for its longest possible form (every
 /// quoted byte escaped), through a ``LineWriter`` that checks nothing per byte: no String is
-/// made per request, and the date's text only once a second. About 950 instructions a line
-/// (callgrind, this type's part), where building it from Strings cost about 3,700.
+/// made per request, and the date's text only once a second. Most of a line repeats from one
+/// request to the next (a keep-alive client asks for the same file with the same agent): the run
+/// from the time to the status (client, host, method, target, version) and the run after the
+/// duration (agent, protocol, fetcher) are each remembered as bytes with the fields they were
+/// made of, a few of each (``Pieces``), so a line is usually four copies and three numbers:
+/// about 530 instructions (callgrind, `append` and what it calls), where writing every field
+/// cost about 950 and building the line from Strings about 3,700.
 final package class AccessLog {
     package let format: LogFormat
     /// The lines of this turn: `count` bytes of `capacity`.
@@ -22,35 +27,9 @@ final package class AccessLog {
     /// The time up to the seconds, made once a second: `2026-11-21T17:30:00.`
     private var secondPrefix: [UInt8] = []
     private var prefixSecond: Int64 = -1
-    /// The last agent logged and what a scan of it found: a keep-alive client sends the same
-    /// agent with every request (the parser hands over the same String), so it is scanned once
-    /// for who fetched and for what needs escaping, not once a line.
-    private var lastAgent = ""
-    private var lastAgentVerdict = Verdict(fetcher: nil, textPlain: true, jsonPlain: true)
-    /// The same for the last target (the parsers hand out one String for each path files are
-    /// served at, so the comparison is immediate).
-    private var lastTarget = ""
-    private var lastTargetVerdict = Verdict(fetcher: nil, textPlain: true, jsonPlain: true)
-
-    /// What a scan of a field found.
-    private struct Verdict {
-        /// Who fetched (agents only).
-        var fetcher: StaticString?
-        /// Nothing to escape in the text format, and in JSON.
-        var textPlain: Bool
-        var jsonPlain: Bool
-
-        init(fetcher: StaticString?, textPlain: Bool, jsonPlain: Bool) {
-            self.fetcher = fetcher
-            self.textPlain = textPlain
-            self.jsonPlain = jsonPlain
-        }
-
-        init(scanning bytes: UnsafeBufferPointer<UInt8>, isAgent: Bool) {
-            self.init(fetcher: isAgent ? AccessLog.fetcher(userAgent: bytes) : nil, textPlain: !ByteScan.needsTextEscape(bytes),
-                      jsonPlain: !ByteScan.needsJSONEscape(bytes))
-        }
-    }
+    /// From the time's `Z` to the status, and from the duration's unit to the end of the line.
+    private let middles = Pieces()
+    private let tails = Pieces()
 
     private static let initialCapacity = 16 * 1024
     /// Kept across turns up to this size; a burst of long lines does not pin more.
@@ -64,7 +43,11 @@ final package class AccessLog {
         storage = .allocate(capacity: capacity)
     }
 
-    deinit { storage.deallocate() }
+    deinit {
+        storage.deallocate()
+        middles.deallocate()
+        tails.deallocate()
+    }
 
     /// The lines not yet handed over (for tests).
     var pendingText: String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
@@ -102,11 +85,45 @@ final package class AccessLog {
     package func append(timeMilliseconds: Int64, client: String, request: HTTPRequest, status: Int, bytes: Int,
                         durationMicroseconds: Int64) -> StaticString? {
         updateSecond(timeMilliseconds)
-        // Cut by characters, so a line stays valid UTF-8; rare (a target of over 2 KiB).
-        let target = request.target.utf8.count <= AccessLog.maxPath ? request.target : String(request.target.prefix(AccessLog.maxPath))
-        return write(timeMilliseconds: timeMilliseconds, client: client, host: request.host, method: request.method,
-                     target: target, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds,
-                     userAgent: request.userAgent, version: request.version, ownCheck: request.isOwnCheck)
+        let methodKey: UInt64
+        switch request.method {
+        case .get: methodKey = 1
+        case .head: methodKey = 2
+        case .other:
+            // Rare, and its name is a String of its own: written field by field.
+            return writeUnremembered(timeMilliseconds: timeMilliseconds, client: client, request: request, status: status,
+                                     bytes: bytes, durationMicroseconds: durationMicroseconds)
+        }
+        let version = request.version.key
+        let middleKey = PieceKey(client, request.host, request.target, methodKey << 8 | version)
+        let tailKey = PieceKey(request.userAgent, nil, nil, (request.isOwnCheck ? 1 : 0) << 8 | version)
+        var middle = middles.find(middleKey)
+        var tail = tails.find(tailKey)
+        if middle < 0 || tail < 0 {
+            // Long fields are not remembered, so that a slot never holds more than a few
+            // kilobytes (a hostile 16 KB Host would otherwise stay).
+            if client.utf8.count + (request.host?.utf8.count ?? 0) + request.target.utf8.count > Pieces.longestRemembered
+                || request.userAgent?.utf8.count ?? 0 > Pieces.longestRemembered {
+                return writeUnremembered(timeMilliseconds: timeMilliseconds, client: client, request: request, status: status,
+                                         bytes: bytes, durationMicroseconds: durationMicroseconds)
+            }
+            if middle < 0 { middle = rememberMiddle(middleKey, client: client, request: request) }
+            if tail < 0 {
+                tail = rememberTail(tailKey, userAgent: request.userAgent, ownCheck: request.isOwnCheck, version: request.version)
+            }
+        }
+        let m = middles.slot(middle), t = tails.slot(tail)
+        // The numbers: at most 20 digits each, and the fixed text between them.
+        reserve(secondPrefix.count + m.count + t.count + 128)
+        var w = LineWriter(at: storage + count)
+        if format == .json { w.ascii("{\"time\":\"") }
+        w.bytes(secondPrefix)
+        w.threeDigits(Int(timeMilliseconds % 1000))
+        w.bytes(UnsafeBufferPointer(start: m.bytes, count: m.count))
+        writeNumbers(&w, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds)
+        w.bytes(UnsafeBufferPointer(start: t.bytes, count: t.count))
+        count = w.at - storage
+        return t.returned
     }
 
     /// Appends the line for a request refused before it was parsed: no host, method, target or agent.
@@ -124,106 +141,147 @@ final package class AccessLog {
         }
     }
 
+    /// Cut by characters, so a line stays valid UTF-8; rare (a target of over 2 KiB).
+    private static func logged(target: String) -> String {
+        target.utf8.count <= AccessLog.maxPath ? target : String(target.prefix(AccessLog.maxPath))
+    }
+
+    private func writeUnremembered(timeMilliseconds: Int64, client: String, request: HTTPRequest, status: Int, bytes: Int,
+                                   durationMicroseconds: Int64) -> StaticString? {
+        write(timeMilliseconds: timeMilliseconds, client: client, host: request.host, method: request.method,
+              target: AccessLog.logged(target: request.target), status: status, bytes: bytes,
+              durationMicroseconds: durationMicroseconds, userAgent: request.userAgent, version: request.version,
+              ownCheck: request.isOwnCheck)
+    }
+
+    /// The middle of a line for these fields, written into a free slot of ``middles``.
+    private func rememberMiddle(_ key: PieceKey, client: String, request: HTTPRequest) -> Int {
+        let target = AccessLog.logged(target: request.target)
+        return client.withBytes { clientBytes in
+        (request.host ?? "").withBytes { hostBytes in
+        AccessLog.withBytes(of: request.method) { methodBytes in
+        target.withBytes { targetBytes in
+            middles.remember(key, fields: (client, request.host, request.target),
+                             longest: 128 + 6 * (clientBytes.count + hostBytes.count + methodBytes.count + targetBytes.count)) { w in
+                writeMiddle(&w, client: clientBytes, host: hostBytes, method: methodBytes, target: targetBytes,
+                            version: request.version)
+            }
+        }}}}
+    }
+
+    /// The end of a line for this agent, written into a free slot of ``tails``, with who fetched.
+    private func rememberTail(_ key: PieceKey, userAgent: String?, ownCheck: Bool, version: HTTPVersion) -> Int {
+        (userAgent ?? "").withBytes { agent in
+            // `aasa check` or `aasa monitor` as Apple's bot: logged as itself, and no fetcher
+            // for the fetch record (docs/apple-view.md, "Fetch record").
+            let found = AccessLog.fetcher(userAgent: agent)
+            let logged: StaticString? = ownCheck ? "aasa-check" : found
+            return tails.remember(key, fields: (userAgent, nil, nil), longest: 128 + 6 * agent.count,
+                                  returned: ownCheck ? nil : found) { w in
+                writeTail(&w, userAgent: agent, fetcher: logged, version: version)
+            }
+        }
+    }
+
     /// `method` nil: a refusal's `-`. A missing host is written `-` in the text format and as
     /// an empty string in JSON; a missing agent as empty in both.
     @discardableResult
     private func write(timeMilliseconds: Int64, client: String, host: String?, method: HTTPMethod?, target: String, status: Int,
                        bytes: Int, durationMicroseconds: Int64, userAgent: String?, version: HTTPVersion,
                        ownCheck: Bool) -> StaticString? {
-        if let userAgent {
-            if userAgent != lastAgent {
-                lastAgent = userAgent
-                lastAgentVerdict = userAgent.withBytes { Verdict(scanning: $0, isAgent: true) }
-            }
-        } else if !lastAgent.isEmpty {
-            lastAgent = ""
-            lastAgentVerdict = Verdict(fetcher: nil, textPlain: true, jsonPlain: true)
-        }
-        if target != lastTarget {
-            lastTarget = target
-            lastTargetVerdict = target.withBytes { Verdict(scanning: $0, isAgent: false) }
-        }
-        let agent = lastAgentVerdict, targetVerdict = lastTargetVerdict
-        return client.withBytes { client in
+        client.withBytes { client in
         (host ?? "").withBytes { host in
         AccessLog.withBytes(of: method) { method in
         target.withBytes { target in
         (userAgent ?? "").withBytes { userAgent in
             // A JSON escape is at most 6 bytes a byte (`\u001F`), a text one 4 (`\x1F`); 256 covers
             // the keys, the time, the numbers and the rest.
-            reserve(256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
+            reserve(secondPrefix.count + 256 + 6 * (client.count + host.count + method.count + target.count + userAgent.count))
             var w = LineWriter(at: storage + count)
-            // `aasa check` or `aasa monitor` as Apple's bot: logged as itself, and no fetcher
-            // for the fetch record (docs/apple-view.md, "Fetch record").
-            let fetcher: StaticString? = ownCheck ? "aasa-check" : agent.fetcher
-            let ms = Int(timeMilliseconds % 1000)
-            switch format {
-            case .text:
-                w.bytes(secondPrefix)
-                w.threeDigits(ms)
-                w.ascii("Z ")
-                w.bytes(client)
-                w.byte(0x20)
-                if host.isEmpty { w.byte(UInt8(ascii: "-")) } else { w.bytes(host) }
-                w.ascii(" \"")
-                w.bytes(method)
-                w.byte(0x20)
-                if targetVerdict.textPlain { w.bytes(target) } else { w.textEscaped(target) }
-                w.byte(0x20)
-                w.ascii(version.logText)
-                w.ascii("\" ")
-                w.decimal(status)
-                w.byte(0x20)
-                w.decimal(bytes)
-                w.byte(0x20)
-                w.decimal(Int(durationMicroseconds / 1000))
-                w.byte(UInt8(ascii: "."))
-                w.threeDigits(Int(durationMicroseconds % 1000))
-                w.ascii("ms \"")
-                if agent.textPlain { w.bytes(userAgent) } else { w.textEscaped(userAgent) }
-                w.byte(UInt8(ascii: "\""))
-                if let fetcher {
-                    w.ascii(" fetcher=")
-                    w.ascii(fetcher)
-                }
-            case .json:
-                // The same bytes as JSONWriter gives, field for field.
-                w.ascii("{\"time\":\"")
-                w.bytes(secondPrefix)
-                w.threeDigits(ms)
-                w.ascii("Z\",\"client\":\"")
-                w.jsonEscaped(client)
-                w.ascii("\",\"host\":\"")
-                w.jsonEscaped(host)
-                w.ascii("\",\"method\":\"")
-                w.jsonEscaped(method)
-                w.ascii("\",\"path\":\"")
-                if targetVerdict.jsonPlain { w.bytes(target) } else { w.jsonEscaped(target) }
-                w.ascii("\",\"status\":")
-                w.decimal(status)
-                w.ascii(",\"bytes\":")
-                w.decimal(bytes)
-                w.ascii(",\"duration_ms\":")
-                w.decimal(Int(durationMicroseconds / 1000))
-                w.byte(UInt8(ascii: "."))
-                w.threeDigits(Int(durationMicroseconds % 1000))
-                w.ascii(",\"user_agent\":\"")
-                if agent.jsonPlain { w.bytes(userAgent) } else { w.jsonEscaped(userAgent) }
-                w.ascii("\",\"protocol\":\"")
-                w.ascii(version.logText)
-                w.ascii("\",\"fetcher\":")
-                if let fetcher {
-                    w.byte(UInt8(ascii: "\""))
-                    w.ascii(fetcher)
-                    w.ascii("\"}")
-                } else {
-                    w.ascii("null}")
-                }
-            }
-            w.byte(0x0A)
+            let found = AccessLog.fetcher(userAgent: userAgent)
+            let fetcher: StaticString? = ownCheck ? "aasa-check" : found
+            if format == .json { w.ascii("{\"time\":\"") }
+            w.bytes(secondPrefix)
+            w.threeDigits(Int(timeMilliseconds % 1000))
+            writeMiddle(&w, client: client, host: host, method: method, target: target, version: version)
+            writeNumbers(&w, status: status, bytes: bytes, durationMicroseconds: durationMicroseconds)
+            writeTail(&w, userAgent: userAgent, fetcher: fetcher, version: version)
             count = w.at - storage
-            return ownCheck ? nil : fetcher
+            return ownCheck ? nil : found
         }}}}}
+    }
+
+    /// From the time's `Z` to the status: `Z client host "GET /path HTTP/1.1" `, or in JSON
+    /// `Z","client":…,"path":"/path","status":`.
+    private func writeMiddle(_ w: inout LineWriter, client: UnsafeBufferPointer<UInt8>, host: UnsafeBufferPointer<UInt8>,
+                             method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion) {
+        switch format {
+        case .text:
+            w.ascii("Z ")
+            w.bytes(client)
+            w.byte(0x20)
+            if host.isEmpty { w.byte(UInt8(ascii: "-")) } else { w.bytes(host) }
+            w.ascii(" \"")
+            w.bytes(method)
+            w.byte(0x20)
+            w.textEscaped(target)
+            w.byte(0x20)
+            w.ascii(version.logText)
+            w.ascii("\" ")
+        case .json:
+            // The same bytes as JSONWriter gives, field for field.
+            w.ascii("Z\",\"client\":\"")
+            w.jsonEscaped(client)
+            w.ascii("\",\"host\":\"")
+            w.jsonEscaped(host)
+            w.ascii("\",\"method\":\"")
+            w.jsonEscaped(method)
+            w.ascii("\",\"path\":\"")
+            w.jsonEscaped(target)
+            w.ascii("\",\"status\":")
+        }
+    }
+
+    /// The status, the size and the duration, and what separates them.
+    @inline(__always)
+    private func writeNumbers(_ w: inout LineWriter, status: Int, bytes: Int, durationMicroseconds: Int64) {
+        w.decimal(status)
+        if format == .json { w.ascii(",\"bytes\":") } else { w.byte(0x20) }
+        w.decimal(bytes)
+        if format == .json { w.ascii(",\"duration_ms\":") } else { w.byte(0x20) }
+        w.decimal(Int(durationMicroseconds / 1000))
+        w.byte(UInt8(ascii: "."))
+        w.threeDigits(Int(durationMicroseconds % 1000))
+    }
+
+    /// From the duration's unit to the end of the line: `ms "agent" fetcher=…` and the line
+    /// feed, or in JSON `,"user_agent":…,"fetcher":…}` and the line feed.
+    private func writeTail(_ w: inout LineWriter, userAgent: UnsafeBufferPointer<UInt8>, fetcher: StaticString?,
+                           version: HTTPVersion) {
+        switch format {
+        case .text:
+            w.ascii("ms \"")
+            w.textEscaped(userAgent)
+            w.byte(UInt8(ascii: "\""))
+            if let fetcher {
+                w.ascii(" fetcher=")
+                w.ascii(fetcher)
+            }
+        case .json:
+            w.ascii(",\"user_agent\":\"")
+            w.jsonEscaped(userAgent)
+            w.ascii("\",\"protocol\":\"")
+            w.ascii(version.logText)
+            w.ascii("\",\"fetcher\":")
+            if let fetcher {
+                w.byte(UInt8(ascii: "\""))
+                w.ascii(fetcher)
+                w.ascii("\"}")
+            } else {
+                w.ascii("null}")
+            }
+        }
+        w.byte(0x0A)
     }
 
     /// A method's name (`-` for none), from the program's own bytes for GET and HEAD.
@@ -272,6 +330,15 @@ extension HTTPVersion {
         case .http2: return "HTTP/2.0"
         }
     }
+
+    /// A number for ``PieceKey``.
+    fileprivate var key: UInt64 {
+        switch self {
+        case .http10: return 1
+        case .http11: return 2
+        case .http2: return 3
+        }
+    }
 }
 
 extension String {
@@ -283,7 +350,7 @@ extension String {
 }
 
 /// A cursor over memory reserved beforehand for everything it will write.
-private struct LineWriter {
+struct LineWriter {
     var at: UnsafeMutablePointer<UInt8>
 
     mutating func byte(_ b: UInt8) {

@@ -438,8 +438,12 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     /// frames). Returns false when the connection is to be closed.
     private func flush() -> Bool {
         while true {
+            // A head before a large body: TLS sends the two in one write(2).
+            let bodyFollows = output.body != nil
             while output.sent < output.buffer.count {
-                let r = output.buffer.withUnsafeBytes { io.write($0.baseAddress! + output.sent, count: $0.count - output.sent) }
+                let r = output.buffer.withUnsafeBytes {
+                    io.write($0.baseAddress! + output.sent, count: $0.count - output.sent, moreFollows: bodyFollows)
+                }
                 guard case .done(let n) = r else { return waitForWrite(r) }
                 output.sent += n
                 lastWrite = loop.clock.now

@@ -21,10 +21,11 @@ package enum ByteStream {
         }
     }
 
-    package func write(_ bytes: UnsafeRawPointer, count: Int) -> TLSStream.Progress {
+    /// `moreFollows`: see ``TLSStream/write(_:count:moreFollows:)``; a plain socket sends at once.
+    package func write(_ bytes: UnsafeRawPointer, count: Int, moreFollows: Bool = false) -> TLSStream.Progress {
         switch self {
         case .tls(let stream):
-            return stream.write(bytes, count: count)
+            return stream.write(bytes, count: count, moreFollows: moreFollows)
         case .plain(let fd):
             switch try? syscall("send", { send(fd, bytes, count, Int32(MSG_NOSIGNAL)) }) {
             case .done(let n)?: return .done(n)

@@ -42,6 +42,9 @@ package protocol ConnectionIO {
     mutating func discard(_ count: Int)
     mutating func read(into buffer: UnsafeMutableRawPointer, count: Int) -> TLSStream.Progress
     mutating func write(_ bytes: UnsafeRawPointer, count: Int) -> TLSStream.Progress
+    /// The same, told that a large write follows (a response's head, then its body): TLS keeps
+    /// these records to send them with the next write's.
+    mutating func write(_ bytes: UnsafeRawPointer, count: Int, moreFollows: Bool) -> TLSStream.Progress
     /// Bytes already read from the socket and waiting inside TLS.
     var hasBufferedInput: Bool { get }
     /// Bytes ``write(_:count:)`` took that TLS has not yet handed to the socket (the records
@@ -70,6 +73,13 @@ package protocol ConnectionIO {
     /// waits for the client to close). False once the client closed or the socket failed; true
     /// when nothing more is waiting.
     mutating func dropIncoming(scratch: UnsafeMutableRawBufferPointer) -> Bool
+}
+
+extension ConnectionIO {
+    /// A stream that sends every write at once.
+    mutating package func write(_ bytes: UnsafeRawPointer, count: Int, moreFollows: Bool) -> TLSStream.Progress {
+        write(bytes, count: count)
+    }
 }
 
 /// ``ConnectionIO`` on a non-blocking socket, with ``TLSStream`` over it.
@@ -106,6 +116,10 @@ package struct SocketIO: ConnectionIO {
 
     mutating package func write(_ bytes: UnsafeRawPointer, count: Int) -> TLSStream.Progress {
         stream.write(bytes, count: count)
+    }
+
+    mutating package func write(_ bytes: UnsafeRawPointer, count: Int, moreFollows: Bool) -> TLSStream.Progress {
+        stream.write(bytes, count: count, moreFollows: moreFollows)
     }
 
     package var hasBufferedInput: Bool { stream.hasBufferedInput }

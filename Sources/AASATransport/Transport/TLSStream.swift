@@ -32,6 +32,9 @@ final package class TLSStream {
     /// each (OpenSSL writes every 16 KB record with its own call). Made for such a write and
     /// freed once its bytes are out, so an idle connection holds no output buffer.
     private var writeBuffer: OpaquePointer?
+    /// The last write asked the buffer to hold its records for the write that follows
+    /// (``write(_:count:moreFollows:)``).
+    private var holding = false
     /// Below glibc's default mmap threshold (128 KiB): a buffer per large response must not
     /// cost an mmap and an munmap.
     static let writeBufferSize = 112 * 1024
@@ -107,32 +110,39 @@ final package class TLSStream {
 
     /// Reads up to `count` bytes.
     package func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Progress {
-        TLSError.clearQueue()
         var n = 0
         if SSL_read_ex(ssl, buffer, count, &n) == 1 { return .done(n) }
-        return progress(after: 0)
+        return progressAfterFailedCall { SSL_read_ex(ssl, buffer, count, &n) == 1 ? n : nil }
     }
 
     /// Writes up to `count` bytes (partial writes allowed: SSL_MODE_ENABLE_PARTIAL_WRITE).
     /// After `.wantWrite`/`.wantRead` the same bytes must be offered again. On the server's
     /// end, the records of a write larger than one record may be left in the write buffer
-    /// (``hasPendingOutput``): ``flushPendingOutput()`` sends them.
-    package func write(_ bytes: UnsafeRawPointer, count: Int) -> Progress {
-        if writeBuffer != nil {
+    /// (``hasPendingOutput``): ``flushPendingOutput()`` sends them. `moreFollows`: a large
+    /// write comes next (a response's head before its body), and this one's records wait in
+    /// the buffer to leave with it, in one write(2) instead of two.
+    package func write(_ bytes: UnsafeRawPointer, count: Int, moreFollows: Bool = false) -> Progress {
+        if writeBuffer != nil, !holding {
             // What the last write left goes first; nothing new is taken until it is out.
             let flushed = flushPendingOutput()
             guard case .done = flushed else { return flushed }
         }
-        if count > TLSStream.recordSize, !isClient { startBuffering() }
-        TLSError.clearQueue()
+        holding = false
+        if count > TLSStream.recordSize || moreFollows, !isClient { startBuffering() }
         var n = 0
-        guard SSL_write_ex(ssl, bytes, count, &n) == 1 else { return progress(after: 0) }
+        if SSL_write_ex(ssl, bytes, count, &n) != 1 {
+            let after = progressAfterFailedCall { SSL_write_ex(ssl, bytes, count, &n) == 1 ? n : nil }
+            guard case .done = after else { return after }
+        }
         guard writeBuffer != nil else { return .done(n) }
+        if moreFollows, n == count {
+            holding = true
+            return .done(n)
+        }
         // With partial writes OpenSSL returns after each record: more records go into the
         // buffer, up to what it holds without writing through, then all leave in one write.
         var total = n
         while total < count, total + TLSStream.recordSize <= TLSStream.batchBytes {
-            TLSError.clearQueue()
             guard SSL_write_ex(ssl, bytes + total, count - total, &n) == 1 else {
                 // Taken so far is taken; the rest is offered again after the flush.
                 TLSError.clearQueue()
@@ -152,6 +162,7 @@ final package class TLSStream {
     package func flushPendingOutput() -> Progress {
         guard let buffer = writeBuffer else { return .done(0) }
         TLSError.clearQueue()
+        holding = false
         if aasa_BIO_flush(buffer) == 1 {
             stopBuffering()
             return .done(0)
@@ -242,6 +253,22 @@ final package class TLSStream {
     /// Set when ``Progress/closed`` came from a TCP close without close_notify: data that ends
     /// with the connection may have been cut by anyone on the path (RFC 8446 §6.1).
     private(set) package var closedWithoutNotify = false
+
+    /// The outcome of a read or write that failed, made without emptying the error queue first:
+    /// looking at the queue costs some 200 instructions (ERR_peek_error finds the thread's error
+    /// state through OPENSSL_init_crypto and a thread-local lookup, callgrind), twice a request,
+    /// and a call that succeeds does not read it. `SSL_get_error` does: an entry an earlier call
+    /// on this thread left there would make a would-block look fatal. With the queue empty its
+    /// answer is exact; otherwise the queue is emptied and the call made once more with the same
+    /// arguments (as OpenSSL asks after a would-block, SSL_read(3)): a would-block or a close
+    /// comes again and is now told exactly, and a stream that failed stays failed (OpenSSL's
+    /// state machine refuses every call after a fatal error).
+    private func progressAfterFailedCall(_ again: () -> Int?) -> Progress {
+        if ERR_peek_error() == 0 { return progress(after: 0) }
+        ERR_clear_error()
+        if let n = again() { return .done(n) }
+        return progress(after: 0)
+    }
 
     private func progress(after result: Int32) -> Progress {
         switch SSL_get_error(ssl, result) {

@@ -67,6 +67,40 @@ import AASATransport
         #expect(text.contains(" /" + String(repeating: "a", count: 2047) + " HTTP/1.1\""))
     }
 
+    @Test func theSameAgentAsOurOwnCheckAndAsApplesBotIsToldApartLineAfterLine() {
+        // The end of a line is remembered by its agent: whether the request is our own check
+        // must be part of what it is remembered by.
+        let log = AccessLog(format: .text)
+        var request = AccessLogTests.get
+        for round in 0..<4 {
+            request.isOwnCheck = round % 2 == 1
+            let before = log.pendingText.utf8.count
+            let fetcher = log.append(timeMilliseconds: AccessLogTests.time, client: "192.0.2.1", request: request, status: 200,
+                                     bytes: 727, durationMicroseconds: 1_234)
+            let line = String(decoding: log.pendingText.utf8.dropFirst(before), as: UTF8.self)
+            #expect(line.hasSuffix(request.isOwnCheck ? " fetcher=aasa-check\n" : " fetcher=apple-cdn\n"))
+            #expect(fetcher?.description == (request.isOwnCheck ? nil : "apple-cdn"))
+        }
+    }
+
+    @Test func moreClientsThanTheLogRemembersEachGetTheirOwnLine() {
+        // Twelve clients in turn, each with its own Strings (as each connection's parser makes
+        // them), over eight remembered pieces: every piece is replaced again and again.
+        let log = AccessLog(format: .text)
+        let requests = (0..<12).map { i in
+            HTTPRequest(method: .get, target: "/file\(i)", path: "/file\(i)", host: "host\(i).example.com", version: .http11,
+                        keepAlive: true, userAgent: "agent number \(i) of twelve")
+        }
+        for round in 0..<60 {
+            let i = round % 12 == 0 ? 0 : (round * 7) % 12
+            let before = log.pendingText.utf8.count
+            log.append(timeMilliseconds: AccessLogTests.time, client: "192.0.2.\(i)", request: requests[i], status: 200, bytes: i,
+                       durationMicroseconds: 1_000)
+            let line = String(decoding: log.pendingText.utf8.dropFirst(before), as: UTF8.self)
+            #expect(line == "2026-11-27T17:30:00.042Z 192.0.2.\(i) host\(i).example.com \"GET /file\(i) HTTP/1.1\" 200 \(i) 1.000ms \"agent number \(i) of twelve\"\n")
+        }
+    }
+
     @Test func everyLineIsTheSameAsTheStringBuiltOne() {
         // Fields of every length up to a few words, from bytes that escape in one format, the
         // other, both or neither, and multi-byte characters (U+2028 among them).
