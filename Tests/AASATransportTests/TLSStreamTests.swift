@@ -117,6 +117,32 @@ import Glibc
         #expect(client.verificationFailure != nil)
     }
 
+    /// A record that does not decrypt is a fatal error that says why: the reason survives the
+    /// second call a failure with an entry in the error queue gets (an entry an earlier call
+    /// left there must not make a would-block look fatal).
+    @Test func aRecordThatDoesNotDecryptFailsWithItsReason() throws {
+        let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
+        let (a, b) = Self.pair()
+        defer { close(a); close(b) }
+        let server = try TLSStream.testServer(certificate, fd: a)
+        let client = try TLSStream(client: TLSClientContext(caFile: TestPKI.caFile), fd: b, serverName: "www.example.com")
+        let (s, c) = Self.handshake(server, client)
+        #expect(s == .done(0) && c == .done(0))
+        // Application data whose authentication tag cannot be right, written past the server's TLS.
+        let record: [UInt8] = [0x17, 0x03, 0x03, 0x00, 0x20] + [UInt8](repeating: 0x41, count: 32)
+        #expect(record.withUnsafeBytes { Glibc.write(a, $0.baseAddress!, $0.count) } == record.count)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var r = TLSStream.Progress.wantRead
+        for _ in 0..<10 where r == .wantRead {
+            r = buffer.withUnsafeMutableBytes { client.read(into: $0.baseAddress!, count: $0.count) }
+        }
+        guard case .failed(let reason) = r else {
+            Issue.record("the read should fail, got \(r)")
+            return
+        }
+        #expect(reason.contains("bad record mac") || reason.contains("decrypt"), "\(reason)")
+    }
+
     @Test func aPeerThatGoesAwayIsAnOrderlyClose() throws {
         let certificate = try TLSCertificate(name: "site", certificatePath: TestPKI.certificate, keyPath: TestPKI.key)
         let (a, b) = Self.pair()

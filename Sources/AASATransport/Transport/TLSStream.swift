@@ -259,15 +259,26 @@ final package class TLSStream {
     /// state through OPENSSL_init_crypto and a thread-local lookup, callgrind), twice a request,
     /// and a call that succeeds does not read it. `SSL_get_error` does: an entry an earlier call
     /// on this thread left there would make a would-block look fatal. With the queue empty its
-    /// answer is exact; otherwise the queue is emptied and the call made once more with the same
-    /// arguments (as OpenSSL asks after a would-block, SSL_read(3)): a would-block or a close
-    /// comes again and is now told exactly, and a stream that failed stays failed (OpenSSL's
-    /// state machine refuses every call after a fatal error).
+    /// answer is exact. Otherwise what the queue says is kept (with its reason: this call's own
+    /// fatal error, say a peer's alert, is one), the queue emptied, and the call made once more
+    /// with the same arguments (as OpenSSL asks after a would-block, SSL_read(3)): a would-block
+    /// then comes again and is told exactly, the entry having been an earlier call's; a stream
+    /// that failed fails again (OpenSSL's state machine refuses every call after a fatal error),
+    /// and the first answer, reason and all, stands.
     private func progressAfterFailedCall(_ again: () -> Int?) -> Progress {
         if ERR_peek_error() == 0 { return progress(after: 0) }
-        ERR_clear_error()
-        if let n = again() { return .done(n) }
-        return progress(after: 0)
+        let flags = (receivedPlainHTTP, closedWithoutNotify)
+        let first = progress(after: 0)  // empties the queue
+        if let n = again() {
+            (receivedPlainHTTP, closedWithoutNotify) = flags
+            return .done(n)
+        }
+        let second = progress(after: 0)
+        if second == .wantRead || second == .wantWrite {
+            (receivedPlainHTTP, closedWithoutNotify) = flags
+            return second
+        }
+        return first
     }
 
     private func progress(after result: Int32) -> Progress {
