@@ -39,6 +39,9 @@ extension CertificateStore {
         }
         var out: [Candidate] = []
         out.reserveCapacity(pairs.count)
+        // Names a folder gave: a folder `NAME/` listed before `NAME.crt` (byte order) wins over
+        // it, so one name is one certificate (two made a removal miss the one left indexed).
+        var folders: Set<String> = []
         for (i, entry) in entries.enumerated() where !entry.name.hasPrefix(".") {
             let name = entry.name
             let path = DirectoryListing.path(directory, name)
@@ -47,14 +50,20 @@ extension CertificateStore {
                 let key = path + "/privkey.pem"
                 if DirectoryListing.isFile(chain), DirectoryListing.isFile(key) {
                     out.append(Candidate(name: name, certificate: chain, key: key))
+                    folders.insert(name)
                 } else if DirectoryListing.isFile(path + "/tls.crt"), DirectoryListing.isFile(path + "/tls.key") {
                     out.append(Candidate(name: name, certificate: path + "/tls.crt", key: path + "/tls.key"))
+                    folders.insert(name)
                 }
                 continue
             }
             guard let (base, ext) = bases[i], ext != .key, let files = pairs[base], let key = files[.key] else { continue }
             // NAME.crt wins over NAME.pem when both exist.
             if ext == .pem, files[.crt] != nil { continue }
+            if !folders.isEmpty, folders.contains(base) {
+                skipped("certificate \(base): both \(base)/ and \(name) hold one; \(base)/ is used, \(name) skipped")
+                continue
+            }
             guard isFile(i), isFile(key) else {
                 skipped("certificate \(base): \(name) or \(base).key is not a regular file; skipped")
                 continue
@@ -119,7 +128,7 @@ extension CertificateStore {
             where DirectoryListing.isFile(chain) && DirectoryListing.isFile(key) {
                 return Candidate(name: name, certificate: chain, key: key)
             }
-            return nil
+            // A folder without a pair: `NAME.crt` beside it may still be one, as in candidates(in:).
         }
         let key = path + ".key"
         var keyStat = stat()

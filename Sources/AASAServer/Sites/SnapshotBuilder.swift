@@ -425,7 +425,8 @@ struct SnapshotBuilder: Sendable {
         var adding: [TLSCertificate] = []
         adding.reserveCapacity(toLoad.count)
         var acme: Set<String> = []
-        // Each name once (`found` lists a name once; `removed` holds none that loaded).
+        // A pair that failed or was skipped may also be in `removed` (it was served before): what
+        // it loaded decides, so a skipped pair keeps its stamps. A name listed twice: the last wins.
         var changedFiles: [(name: String, files: CertificateFiles?)] = []
         changedFiles.reserveCapacity(toLoad.count + removed.count)
         for (candidate, files, loaded) in toLoad {

@@ -55,6 +55,29 @@ import Glibc
         #expect(said.count == 1 && said[0].contains("certificate odd:"))
     }
 
+    /// One name is one certificate: a folder `x/` with a pair wins over `x.crt` beside it, by
+    /// the directory's listing and by a change that names `x` alike.
+    @Test func aFolderAndAFilePairOfOneNameGiveOneCertificate() throws {
+        let dir = try folder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir + "/x", withIntermediateDirectories: false)
+        touch(dir + "/x/fullchain.pem")
+        touch(dir + "/x/privkey.pem")
+        touch(dir + "/x.crt")
+        touch(dir + "/x.key")
+        try FileManager.default.createDirectory(atPath: dir + "/y", withIntermediateDirectories: false)
+        touch(dir + "/y.crt")
+        touch(dir + "/y.key")
+        var said: [String] = []
+        let found = try CertificateStore.candidates(in: dir, skipped: { said.append($0) })
+        #expect(found.map(\.name) == ["x", "y"])
+        #expect(found.first?.certificate == dir + "/x/fullchain.pem")
+        #expect(found.last?.certificate == dir + "/y.crt", "an empty folder does not hide the pair beside it")
+        #expect(said.count == 1 && said[0].contains("x/ is used"))
+        #expect(CertificateStore.candidate(named: "x", in: dir)?.certificate == dir + "/x/fullchain.pem")
+        #expect(CertificateStore.candidate(named: "y", in: dir)?.certificate == dir + "/y.crt")
+    }
+
     @Test func aFileNameSplitsIntoItsPairNameAndKind() {
         #expect(CertificateStore.PairFile.split("example.com.crt").map { "\($0.0) \($0.1)" } == "example.com crt")
         #expect(CertificateStore.PairFile.split("x.pem")?.1 == .pem)
