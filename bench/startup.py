@@ -97,7 +97,9 @@ def syscalls(binary, root, work):
     """Syscalls of every thread before the write of the `ready:` line, by name."""
     trace = os.path.join(work, "strace.txt")
     log = os.path.join(work, "strace.log")
-    proc = start(["strace", "-f", "-qq", "-s", "256", "-o", trace] + server_args(binary, root), log)
+    # -s large enough for a whole write: the log writes its lines in batches, and the batch
+    # that holds `ready:` can start with other lines.
+    proc = start(["strace", "-f", "-qq", "-s", "65536", "-o", trace] + server_args(binary, root), log)
     wait_for(lambda: "ready:" in open(log).read(), proc, "ready", 900)
     stop_traced(proc)
     counts = collections.Counter()
