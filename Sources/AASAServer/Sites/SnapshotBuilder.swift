@@ -132,9 +132,7 @@ struct SnapshotBuilder: Sendable {
                 if site.certificateCovers == false { noteNotCovered(site.name, findings) }
             }
             outcome.changedSites = merged
-            if !zip(merged, merged.dropFirst()).allSatisfy({ $0.name.description < $1.name.description }) {
-                merged.sort { $0.name.description < $1.name.description }
-            }
+            SnapshotBuilder.sortByName(&merged)
             list = ChunkedList(merged)
             index = SiteTable(merged)
         } else if let sites {
@@ -158,10 +156,7 @@ struct SnapshotBuilder: Sendable {
                 var merged = list.filter { replaced[$0.name.description] == nil }
                 // In the order they were listed (byte order of name), so a first start sorts nothing.
                 merged.append(contentsOf: sites.changes.compactMap { replaced[$0.folder] != nil ? $0.site : nil })
-                // Byte order of name: site names are ASCII, whose String order is byte order.
-                if !zip(merged, merged.dropFirst()).allSatisfy({ $0.name.description < $1.name.description }) {
-                    merged.sort { $0.name.description < $1.name.description }
-                }
+                SnapshotBuilder.sortByName(&merged)
                 list = ChunkedList(merged)
                 index = SiteTable(merged)
             } else {
@@ -222,6 +217,14 @@ struct SnapshotBuilder: Sendable {
         outcome.snapshot = SiteSnapshot(sites: list, index: index, certificates: certificates.store,
                                         certificateFiles: certificates.files, summary: summary)
         return outcome
+    }
+
+    /// Byte order of name (site names are ASCII, whose String order is byte order); a list
+    /// that comes in that order, as a first start's does, is checked, not sorted.
+    private static func sortByName(_ sites: inout [Site]) {
+        if !zip(sites, sites.dropFirst()).allSatisfy({ $0.name.description < $1.name.description }) {
+            sites.sort { $0.name.description < $1.name.description }
+        }
     }
 
     private func noteNotCovered(_ name: SiteName, _ findings: StartupFindings) {

@@ -449,14 +449,6 @@ package enum HeaderEncoder {
     /// The `date` field's first two bytes: literal without indexing, name index 33.
     package static let datePrefix: (UInt8, UInt8) = (0x0F, 33 - 15)
 
-    /// `:status` and the fields, encoded.
-    package static func block(status: Int, fields: [(name: String, value: String)]) -> [UInt8] {
-        var out: [UInt8] = []
-        self.status(status, into: &out)
-        for (name, value) in fields { field(name, value, into: &out) }
-        return out
-    }
-
     /// `:status`, first in a block (RFC 9113 §8.3).
     package static func status(_ status: Int, into out: inout [UInt8]) {
         if let index = statusIndex[status] {
