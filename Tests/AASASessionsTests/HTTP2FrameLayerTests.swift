@@ -60,14 +60,25 @@ import Testing
         #expect(!pieces.session.isClosing)
     }
 
-    @Test func theFirstResponseBlockEmptiesTheClientsTableAndTheNextDoNot() {
-        let server = ServerUnderTest()
+    @Test func aHeadSentAgainOnAConnectionIsItsIndexesAndTheClientsTableSizeIsHonoured() {
+        // One prepared head, as a site version has.
+        let prepared = siteResponse(size: 100, for: HTTPRequest())
+        let server = ServerUnderTest(dispatch: FakeDispatch { _ in prepared })
         server.receive(Wire.clientStart + Wire.get(stream: 1) + Wire.get(stream: 3))
         let headers = Frame.parse(server.read()).filter { $0.type == Frame.headers }
         #expect(headers.count == 2)
-        // RFC 7541 §6.3: a dynamic table size update to 0, then `:status 200` by its index.
-        #expect(headers.first?.payload.prefix(2) == [0x20, 0x88])
+        // RFC 7541 §6.1, §6.2.1: `:status 200` by its index, the fields inserted into the
+        // client's table, then the same fields (and the date) as an index each.
+        #expect(headers.first?.payload.first == 0x88)
+        #expect(headers.first?.payload.dropFirst().first.map { $0 & 0xC0 } == 0x40)
         #expect(headers.last?.payload.first == 0x88)
+        #expect(headers.last?.payload.dropFirst().allSatisfy { $0 & 0x80 != 0 } == true)
+        #expect((headers.last?.payload.count ?? 0) < 12)
+        // SETTINGS_HEADER_TABLE_SIZE 0: the next block begins with a size update to 0 (§4.2, §6.3).
+        server.receive(Wire.settings([(0x1, 0)]) + Wire.get(stream: 5))
+        let after = Frame.parse(server.read()).filter { $0.type == Frame.headers }
+        #expect(after.first?.payload.prefix(2) == [0x20, 0x88])
+        #expect((after.first?.payload.count ?? 0) > 40)
     }
 
     // MARK: - Flow control

@@ -41,6 +41,7 @@ package enum HTTP2ErrorCode: UInt32, Sendable {
 
 /// SETTINGS parameters (RFC 9113 §6.5.2; RFC 8441 §3; RFC 9218 §2.1).
 package enum SettingID {
+    static package let headerTableSize: UInt16 = 0x1
     static package let enablePush: UInt16 = 0x2
     static package let maxConcurrentStreams: UInt16 = 0x3
     static package let initialWindowSize: UInt16 = 0x4
@@ -121,6 +122,7 @@ package enum Frame {
     /// What a SETTINGS frame changes that the server acts on; when a parameter comes twice, the
     /// last value holds (§6.5.3).
     package struct Settings {
+        package var headerTableSize: Int?
         package var initialWindowSize: Int?
         package var maxFrameSize: Int?
     }
@@ -215,6 +217,9 @@ package enum Frame {
             let id = UInt16(payload[at]) << 8 | UInt16(payload[at + 1])
             let value = FrameHeader.uint32(payload, at: at + 2)
             switch id {
+            case SettingID.headerTableSize:
+                // The most the server's encoder may use (``EncoderTable``; RFC 7541 §4.2).
+                settings.headerTableSize = Int(value)
             case SettingID.enablePush:
                 if value > 1 { throw ConnectionError(.protocolError, "SETTINGS_ENABLE_PUSH not 0 or 1") }
             case SettingID.initialWindowSize:
@@ -229,8 +234,7 @@ package enum Frame {
                 }
                 settings.maxFrameSize = Int(value)
             default:
-                // SETTINGS_HEADER_TABLE_SIZE asks nothing of an encoder that keeps no table;
-                // the others concern what the server does not do (push, its own streams).
+                // What the server does not do (push, its own streams).
                 break
             }
         }
@@ -247,7 +251,7 @@ extension Output {
     }
 
     /// Writes a frame header over the nine bytes at `offset`, left for it by a prepared frame
-    /// (``ResponseHead/http2HeadersBeforeDate``).
+    /// (``ResponseHead/http2Frame``).
     mutating package func fillFrameHeader(at offset: Int, length: Int, type: FrameType, flags: UInt8, stream: Int32) {
         let header = Output.frameHeader(length: length, type: type, flags: flags, stream: stream)
         buffer.withUnsafeMutableBytes { $0.storeBytes(of: header, toByteOffset: offset, as: Swift.type(of: header)) }

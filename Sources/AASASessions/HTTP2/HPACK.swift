@@ -437,42 +437,58 @@ enum Huffman {
     }
 }
 
-/// The response side of HPACK (RFC 7541), done once per prepared response: every field is a
-/// literal without indexing (§6.2.2), so a block needs no per-connection table and the same
-/// bytes serve every stream of every connection. Names found in the static table (Appendix A)
-/// are sent as its index, `:status` values found there as one byte. No Huffman coding.
+/// The response side of HPACK (RFC 7541). A prepared response's block is encoded once: every
+/// field a literal with incremental indexing (§6.2.1), so the bytes are the same for every stream
+/// of every connection, and a connection's ``EncoderTable`` sends an index for each field after
+/// the first response. Names found in the static table (Appendix A) are sent as its index,
+/// `:status` values found there as one byte (others as a literal not indexed). No Huffman coding.
 package enum HeaderEncoder {
-    /// A dynamic table size update to 0 (§6.3), at the start of a connection's first block: from
-    /// then on the client's decoder keeps no table for us, whatever SETTINGS_HEADER_TABLE_SIZE
-    /// it announces later (§4.2).
-    package static let tableSizeZero: UInt8 = 0x20
-    /// The `date` field's first two bytes: literal without indexing, name index 33.
-    package static let datePrefix: (UInt8, UInt8) = (0x0F, 33 - 15)
+    /// Entries of the static table (Appendix A): the dynamic table's first index is one more.
+    static let staticTableCount = 61
 
     /// `:status`, first in a block (RFC 9113 §8.3).
     package static func status(_ status: Int, into out: inout [UInt8]) {
         if let index = statusIndex[status] {
-            out.append(0x80 | UInt8(index))  // indexed field (§6.1)
+            indexed(index, into: &out)
         } else {
-            literal(nameIndex: 8, value: String(status), into: &out)
+            // Literal without indexing (§6.2.2), name index 8: a rare status takes no table space.
+            integer(8, prefixBits: 4, first: 0x00, into: &out)
+            string(String(status), into: &out)
         }
     }
 
-    /// One field, a literal without indexing; `name` lower-case.
-    package static func field(_ name: String, _ value: String, into out: inout [UInt8]) {
+    /// One field, a literal with incremental indexing (§6.2.1); `name` lower-case. Returns the
+    /// size of the entry it inserts into the decoder's table (§4.1).
+    @discardableResult
+    package static func field(_ name: String, _ value: String, into out: inout [UInt8]) -> Int {
         if let index = staticNames[name] {
-            literal(nameIndex: index, value: value, into: &out)
+            integer(index, prefixBits: 6, first: 0x40, into: &out)
         } else {
-            out.append(0x00)
+            out.append(0x40)
             string(name, into: &out)
-            string(value, into: &out)
         }
+        string(value, into: &out)
+        return name.utf8.count + value.utf8.count + 32
     }
 
-    private static func literal(nameIndex: Int, value: String, into out: inout [UInt8]) {
-        integer(nameIndex, prefixBits: 4, first: 0x00, into: &out)
-        string(value, into: &out)
+    /// An indexed field (§6.1).
+    static func indexed(_ index: Int, into out: inout [UInt8]) {
+        if index < 0x7F { out.append(0x80 | UInt8(index)) } else { integer(index, prefixBits: 7, first: 0x80, into: &out) }
     }
+
+    /// A dynamic table size update (§6.3).
+    static func sizeUpdate(_ size: Int, into out: inout [UInt8]) {
+        integer(size, prefixBits: 5, first: 0x20, into: &out)
+    }
+
+    /// `date`, a literal with incremental indexing, name index 33 (once a second a connection).
+    static func insertDate(_ date: [UInt8], into out: inout [UInt8]) {
+        out.append(0x40 | 33)
+        integer(date.count, prefixBits: 7, first: 0x00, into: &out)
+        out.append(contentsOf: date)
+    }
+
+    static func dateEntrySize(_ date: [UInt8]) -> Int { 4 + date.count + 32 }
 
     private static func string(_ text: String, into out: inout [UInt8]) {
         var text = text

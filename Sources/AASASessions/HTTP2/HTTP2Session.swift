@@ -6,7 +6,8 @@ import AASAHTTP
 /// (``RequestFieldReader``); each complete request is answered through the ``RequestDispatch``,
 /// and the ``ResponseScheduler`` frames the responses into the connection's ``Output`` as the
 /// windows and the output's high-water mark allow. A response's header block is encoded once,
-/// when its head is prepared (``ResponseHead/http2Block``). The session also holds the limits a
+/// when its head is prepared (``ResponseHead/http2Block``), and sent as indexes after a
+/// connection's first response with it (``EncoderTable``). The session also holds the limits a
 /// server needs against hostile clients: header block size and CONTINUATION count, request body
 /// size, rapid reset and frame floods (token buckets), request, idle and stall timeouts.
 ///

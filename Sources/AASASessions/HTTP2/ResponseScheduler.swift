@@ -14,8 +14,9 @@ struct ResponseScheduler {
     private var peerMaxFrameSize = FrameHeader.maxLength
     /// The client's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send window.
     private(set) var initialStreamWindow = HTTP2Session.defaultWindow
-    /// A header block was sent: the first one carried the table size update (``HeaderEncoder``).
-    private var sentHeaderBlock = false
+    /// What the client's HPACK decoder holds of the fields sent: heads and dates go out as
+    /// indexes after their first time.
+    private var table = EncoderTable()
     /// Streams waiting on a zero window, with the time they are reset, oldest first.
     private var blocked: [(stream: HTTP2Stream, by: Int64)] = []
     /// `Output` held the high-water mark's worth of bytes when frames were last written.
@@ -66,6 +67,7 @@ struct ResponseScheduler {
     /// stream's window by the difference (§6.9.2; the last value in the frame holds).
     mutating func apply(_ settings: Frame.Settings, to streams: StreamTable) throws(ConnectionError) {
         if let size = settings.maxFrameSize { peerMaxFrameSize = size }
+        if let size = settings.headerTableSize { table.limitAnnounced(size) }
         guard let window = settings.initialWindowSize, window != initialStreamWindow else { return }
         let delta = window - initialStreamWindow
         initialStreamWindow = window
@@ -154,43 +156,28 @@ struct ResponseScheduler {
     /// The connection failed: what is queued is never written, and the output drains.
     mutating func stop() { isBackedUp = false }
 
-    /// HEADERS with the head's prepared block and the date; split into CONTINUATION frames only
-    /// if the client's frame size could not hold it (a head is far below the smallest, 16 KiB).
+    /// HEADERS with the head's block (prepared, or its indexes) and the date; split into
+    /// CONTINUATION frames only if the client's frame size could not hold it (a head is far below
+    /// the smallest, 16 KiB).
     private mutating func writeHeaders(_ id: Int32, _ head: ResponseHead, date: [UInt8], endStream: Bool, _ output: inout Output) {
-        let prefix = sentHeaderBlock ? 0 : 1
-        let length = prefix + head.http2Block.count + 3 + date.count
         let flags = endStream ? FrameFlag.endStream : 0
-        if prefix == 0, date.count == ResponseHead.http2DateLength, length <= peerMaxFrameSize {
-            // The usual case: the prepared frame, then the date.
-            let start = output.buffer.count
-            output.buffer.append(contentsOf: head.http2HeadersBeforeDate)
-            output.buffer.append(contentsOf: date)
+        let start = output.buffer.count
+        table.write(head, date: date, into: &output.buffer)
+        let length = output.buffer.count - start - ResponseHead.frameHeaderLength
+        if length <= peerMaxFrameSize {
             output.fillFrameHeader(at: start, length: length, type: .headers, flags: flags | FrameFlag.endHeaders, stream: id)
-        } else if length <= peerMaxFrameSize {
-            output.appendFrameHeader(length: length, type: .headers, flags: flags | FrameFlag.endHeaders, stream: id)
-            if prefix == 1 { output.buffer.append(HeaderEncoder.tableSizeZero) }
-            output.buffer.append(contentsOf: head.http2Block)
-            ResponseScheduler.writeDate(date, into: &output.buffer)
-        } else {
-            var block: [UInt8] = prefix == 1 ? [HeaderEncoder.tableSizeZero] : []
-            block += head.http2Block
-            ResponseScheduler.writeDate(date, into: &block)
-            var at = 0
-            while at < block.count {
-                let count = min(peerMaxFrameSize, block.count - at)
-                let type: FrameType = at == 0 ? .headers : .continuation
-                let end = at + count == block.count ? FrameFlag.endHeaders : 0
-                output.appendFrameHeader(length: count, type: type, flags: (at == 0 ? flags : 0) | end, stream: id)
-                output.buffer.append(contentsOf: block[at..<(at + count)])
-                at += count
-            }
+            return
         }
-        sentHeaderBlock = true
-    }
-
-    private static func writeDate(_ date: [UInt8], into out: inout [UInt8]) {
-        let field = (HeaderEncoder.datePrefix.0, HeaderEncoder.datePrefix.1, UInt8(date.count))
-        withUnsafeBytes(of: field) { out.append(contentsOf: $0) }
-        out.append(contentsOf: date)
+        let block = Array(output.buffer[(start + ResponseHead.frameHeaderLength)...])
+        output.buffer.removeSubrange(start...)
+        var at = 0
+        while at < block.count {
+            let count = min(peerMaxFrameSize, block.count - at)
+            let type: FrameType = at == 0 ? .headers : .continuation
+            let end = at + count == block.count ? FrameFlag.endHeaders : 0
+            output.appendFrameHeader(length: count, type: type, flags: (at == 0 ? flags : 0) | end, stream: id)
+            output.buffer.append(contentsOf: block[at..<(at + count)])
+            at += count
+        }
     }
 }

@@ -10,20 +10,21 @@ public final class ResponseHead: Sendable {
     package let http1: [UInt8]
     /// The body length the head announces (`Content-Length`).
     package let contentLength: Int?
-    /// The HTTP/2 header block: `:status` then the lower-case names and values given to `init`
-    /// (no `date` or connection-specific fields, RFC 9113 §8.2.2), each a literal without
-    /// indexing (``HeaderEncoder``), so every stream of every connection sends these same bytes.
-    /// Part of ``http2HeadersBeforeDate``: one array per head, not two.
-    package var http2Block: ArraySlice<UInt8> {
-        http2HeadersBeforeDate[ResponseHead.frameHeaderLength..<(http2HeadersBeforeDate.count - ResponseHead.datePrefixLength)]
-    }
-    /// A HEADERS frame of `http2Block` up to the date's value (RFC 9113 §6.2): nine bytes for
-    /// the frame header, which the session fills in (length, flags, stream), the block, and the
-    /// `date` field's literal prefix for a date of ``http2DateLength`` bytes. Written with the
-    /// date in two copies, not five (callgrind).
-    package let http2HeadersBeforeDate: [UInt8]
-    private static let frameHeaderLength = 9
-    private static let datePrefixLength = 3
+    /// A HEADERS frame's nine bytes, left for the session to fill in (length, flags, stream), then
+    /// the HTTP/2 header block (HPACK): `:status`, then the lower-case names and values given to
+    /// `init` (no `date` or connection-specific fields, RFC 9113 §8.2.2), each a literal with
+    /// incremental indexing (``HeaderEncoder``). The first response of a connection with this head
+    /// sends it whole; later ones send `:status` and an index a field (``EncoderTable``).
+    package let http2Frame: [UInt8]
+    /// The bytes of `:status` at the start of the block, after the frame header.
+    package let http2StatusLength: Int
+    /// The fields the block inserts into the client's table, and their size there (RFC 7541
+    /// §4.1: name, value and 32 bytes each).
+    package let http2IndexedFields: Int
+    package let http2TableSize: Int
+    /// The header block alone.
+    package var http2Block: ArraySlice<UInt8> { http2Frame[ResponseHead.frameHeaderLength...] }
+    package static let frameHeaderLength = 9
     /// An IMF-fixdate's length (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
     package static let http2DateLength = 29
 
@@ -44,21 +45,24 @@ public final class ResponseHead: Sendable {
         ResponseHead.append(status.reason, to: &head)
         head += [13, 10]
         HeaderEncoder.status(status.rawValue, into: &block)
+        http2StatusLength = block.count - ResponseHead.frameHeaderLength
+        var tableSize = 0
         func field(_ name: String, _ value: String) {
             ResponseHead.appendHTTP1Name(name, to: &head)
             head += [UInt8(ascii: ":"), UInt8(ascii: " ")]
             ResponseHead.append(value, to: &head)
             head += [13, 10]
-            HeaderEncoder.field(name, value, into: &block)
+            tableSize += HeaderEncoder.field(name, value, into: &block)
         }
         for (name, value) in fields { field(name, value) }
         if let contentLength { field("content-length", String(contentLength)) }
         ResponseHead.append("Date: ", to: &head)
-        block += [HeaderEncoder.datePrefix.0, HeaderEncoder.datePrefix.1, UInt8(ResponseHead.http2DateLength)]
+        http2IndexedFields = fields.count + (contentLength == nil ? 0 : 1)
+        http2TableSize = tableSize
         // Kept at their size, not the capacity reserved to build them: two heads live as long as
         // each version of each site (25 MiB at 100 000 sites).
         http1 = ResponseHead.exactCopy(head)
-        http2HeadersBeforeDate = ResponseHead.exactCopy(block)
+        http2Frame = ResponseHead.exactCopy(block)
     }
 
     /// The bytes in storage of their size (an Array made from an Array, or from all of one,
