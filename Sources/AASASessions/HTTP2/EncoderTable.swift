@@ -45,6 +45,7 @@ struct EncoderTable {
     /// A header block for `head` and `date` (`:status`, the head's fields, `date`), after a
     /// HEADERS frame header's nine bytes left for the caller to fill.
     mutating func write(_ head: ResponseHead, date today: [UInt8], into out: inout [UInt8]) {
+        if !updatePending, writeIndexes(of: head, date: today, into: &out) { return }
         if updatePending {
             out.append(contentsOf: head.http2Frame[..<ResponseHead.frameHeaderLength])
             writeSizeUpdates(into: &out)
@@ -59,6 +60,33 @@ struct EncoderTable {
             HeaderEncoder.insertDate(today, into: &out)
             date = (today, insert(size: HeaderEncoder.dateEntrySize(today)), before)
         }
+    }
+
+    /// The usual block: the head and the date are both held, and go out as the frame header's
+    /// room, `:status` and an index each, in one append (a byte at a time cost 260 instructions
+    /// a response, callgrind). False when the block needs more than that.
+    private func writeIndexes(of head: ResponseHead, date today: [UInt8], into out: inout [UInt8]) -> Bool {
+        guard let date, date.bytes == today, isHeld(since: date.before) else { return false }
+        var found = -1
+        for i in heads.indices where heads[i].head === head {
+            found = i
+            break
+        }
+        guard found >= 0, isHeld(since: heads[found].before) else { return false }
+        let prefix = ResponseHead.frameHeaderLength + head.http2StatusLength
+        let fields = head.http2IndexedFields
+        let top = index(of: heads[found].first)
+        let dateIndex = index(of: date.number)
+        guard top < 0x7F, dateIndex < 0x7F, prefix + fields + 1 <= 64 else { return false }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { block in
+            head.http2Frame.withUnsafeBufferPointer { frame in
+                _ = block.initialize(from: frame[..<prefix])
+            }
+            for j in 0..<fields { block[prefix + j] = 0x80 | UInt8(top - j) }
+            block[prefix + fields] = 0x80 | UInt8(dateIndex)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: block[..<(prefix + fields + 1)]))
+        }
+        return true
     }
 
     private mutating func writeFields(of head: ResponseHead, frameHeaderWritten: Bool, into out: inout [UInt8]) {
