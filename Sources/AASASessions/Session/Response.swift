@@ -6,6 +6,11 @@ import AASAHTTP
 /// the blank line are added by the session that writes it.
 public final class ResponseHead: Sendable {
     public let status: HTTPStatus
+    /// Beside `status`, in the room its alignment leaves: a head lives as long as its site
+    /// version, three of them a site (see `http2StatusLength` and the two after it).
+    private let statusLength: UInt8
+    private let indexedFields: UInt16
+    private let tableSize: UInt32
     /// `HTTP/1.1 200 OK\r\n…Date: ` — everything before the date's value.
     package let http1: [UInt8]
     /// The body length the head announces (`Content-Length`).
@@ -17,11 +22,11 @@ public final class ResponseHead: Sendable {
     /// sends it whole; later ones send `:status` and an index a field (``EncoderTable``).
     package let http2Frame: [UInt8]
     /// The bytes of `:status` at the start of the block, after the frame header.
-    package let http2StatusLength: Int
+    package var http2StatusLength: Int { Int(statusLength) }
     /// The fields the block inserts into the client's table, and their size there (RFC 7541
     /// §4.1: name, value and 32 bytes each).
-    package let http2IndexedFields: Int
-    package let http2TableSize: Int
+    package var http2IndexedFields: Int { Int(indexedFields) }
+    package var http2TableSize: Int { Int(tableSize) }
     /// The header block alone.
     package var http2Block: ArraySlice<UInt8> { http2Frame[ResponseHead.frameHeaderLength...] }
     package static let frameHeaderLength = 9
@@ -45,7 +50,7 @@ public final class ResponseHead: Sendable {
         ResponseHead.append(status.reason, to: &head)
         head += [13, 10]
         HeaderEncoder.status(status.rawValue, into: &block)
-        http2StatusLength = block.count - ResponseHead.frameHeaderLength
+        statusLength = UInt8(block.count - ResponseHead.frameHeaderLength)
         var tableSize = 0
         func field(_ name: String, _ value: String) {
             ResponseHead.appendHTTP1Name(name, to: &head)
@@ -57,8 +62,9 @@ public final class ResponseHead: Sendable {
         for (name, value) in fields { field(name, value) }
         if let contentLength { field("content-length", String(contentLength)) }
         ResponseHead.append("Date: ", to: &head)
-        http2IndexedFields = fields.count + (contentLength == nil ? 0 : 1)
-        http2TableSize = tableSize
+        // A head is a few fields of at most some hundred bytes (a site's file is 128 KB at most).
+        indexedFields = UInt16(fields.count + (contentLength == nil ? 0 : 1))
+        self.tableSize = UInt32(clamping: tableSize)
         // Kept at their size, not the capacity reserved to build them: two heads live as long as
         // each version of each site (25 MiB at 100 000 sites).
         http1 = ResponseHead.exactCopy(head)
