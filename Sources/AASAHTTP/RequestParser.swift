@@ -237,8 +237,8 @@ public struct RequestParser: Sendable {
                 return .error(HTTPError(.badRequest, "header field without a name"))
             }
             let name = field[0..<colon]
-            // A name that is one of the known fields is made of token characters (see knownField).
-            let known = RequestParser.knownField(name)
+            // A name that is one of the known fields is made of token characters (see KnownField).
+            let known = KnownField.named(anyCase: name)
             guard known != nil || name.allSatisfy(RequestParser.isTokenChar) else {
                 // Includes white space before the colon, forbidden by RFC 9112 §5.1.
                 return .error(HTTPError(.badRequest, "invalid header field name"))
@@ -302,7 +302,8 @@ public struct RequestParser: Sendable {
                 ifMatch = String(decoding: valueBytes, as: UTF8.self)
             case .ownCheck:
                 isOwnCheck = true
-            case nil:
+            case .method, .path, .authority, .scheme, nil:
+                // HTTP/2's pseudo-header fields are never an HTTP/1.1 name.
                 break
             }
         }
@@ -345,59 +346,10 @@ public struct RequestParser: Sendable {
 
     // MARK: - Helpers
 
-    /// The fields this server reads.
-    enum Field {
-        case host, contentLength, transferEncoding, connection, ifNoneMatch, ifModifiedSince, userAgent
-        case authorization, ifMatch, ownCheck
-    }
-
     /// The field `aasa check` and `aasa monitor` add to their requests, which send Apple's bot's
     /// User-Agent so that an origin answers them as it answers Apple: the fetch record leaves
     /// such requests out, and any access log that records the field tells them apart.
     public static let ownCheckField = "AASA-Check"
-
-    /// Which known field a name is: chosen by length first, so most fields cost one comparison.
-    /// Any bytes of a line may be given: a match is made of token characters (see ``isName``).
-    static func knownField(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Field? {
-        let p = UnsafeRawPointer(name.base.baseAddress! + name.startIndex)
-        switch name.count {
-        case 4: return isName(p, "host") ? .host : nil
-        case 8: return isName(p, "if-match") ? .ifMatch : nil
-        case 10:
-            if isName(p, "connection") { return .connection }
-            if isName(p, "aasa-check") { return .ownCheck }
-            return isName(p, "user-agent") ? .userAgent : nil
-        case 13:
-            if isName(p, "if-none-match") { return .ifNoneMatch }
-            return isName(p, "authorization") ? .authorization : nil
-        case 14: return isName(p, "content-length") ? .contentLength : nil
-        case 17:
-            if isName(p, "transfer-encoding") { return .transferEncoding }
-            return isName(p, "if-modified-since") ? .ifModifiedSince : nil
-        default: return nil
-        }
-    }
-
-    /// Whether the bytes at `p` spell `lower` (its length: lower-case letters and `-`) in any
-    /// case, eight bytes at a time, setting bit 0x20 of each. Only a letter of either case, `-`
-    /// and CR (0x0D, never inside a line) give a letter or `-` that way, so a match is made of
-    /// token characters.
-    @inline(__always)
-    static func isName(_ p: UnsafeRawPointer, _ lower: StaticString) -> Bool {
-        let l = UnsafeRawPointer(lower.utf8Start)
-        let n = lower.utf8CodeUnitCount
-        var i = 0
-        while i + 8 <= n {
-            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) | 0x2020_2020_2020_2020
-                != l.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
-            i += 8
-        }
-        while i < n {
-            if p.load(fromByteOffset: i, as: UInt8.self) | 0x20 != l.load(fromByteOffset: i, as: UInt8.self) { return false }
-            i += 1
-        }
-        return true
-    }
 
     /// RFC 9110 §5.6.2 tchar. It is asked for every byte of every field name: a bit set held
     /// in constants, where a global table cost a lazy-initialisation check per byte.

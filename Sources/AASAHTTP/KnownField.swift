@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The request fields the server acts on: one list for both protocols. HTTP/1.1 names come in
+/// any case (RFC 9110 §5.1); HTTP/2 names are lower case as sent (RFC 9113 §8.2.2), where the
+/// pseudo-header fields (§8.3.1) are known too and the connection-specific fields are known in
+/// order to be refused. Both lookups go by length first, so most names cost one comparison.
+package enum KnownField {
+    /// HTTP/2's pseudo-header fields.
+    case method, path, authority, scheme
+    case host, contentLength, transferEncoding, connection, ifNoneMatch, ifModifiedSince, ifMatch, userAgent, authorization
+    /// ``RequestParser/ownCheckField``.
+    case ownCheck
+
+    /// An HTTP/1.1 field name, in any case. Any bytes of a line may be given: a match is made of
+    /// token characters (see ``isName``).
+    package static func named(anyCase name: Slice<UnsafeBufferPointer<UInt8>>) -> KnownField? {
+        let p = UnsafeRawPointer(name.base.baseAddress! + name.startIndex)
+        switch name.count {
+        case 4: return isName(p, "host") ? .host : nil
+        case 8: return isName(p, "if-match") ? .ifMatch : nil
+        case 10:
+            if isName(p, "connection") { return .connection }
+            if isName(p, "aasa-check") { return .ownCheck }
+            return isName(p, "user-agent") ? .userAgent : nil
+        case 13:
+            if isName(p, "if-none-match") { return .ifNoneMatch }
+            return isName(p, "authorization") ? .authorization : nil
+        case 14: return isName(p, "content-length") ? .contentLength : nil
+        case 17:
+            if isName(p, "transfer-encoding") { return .transferEncoding }
+            return isName(p, "if-modified-since") ? .ifModifiedSince : nil
+        default: return nil
+        }
+    }
+
+    /// Whether the bytes at `p` spell `lower` (its length: lower-case letters and `-`) in any
+    /// case, eight bytes at a time, setting bit 0x20 of each. Only a letter of either case, `-`
+    /// and CR (0x0D, never inside a line) give a letter or `-` that way, so a match is made of
+    /// token characters.
+    @inline(__always)
+    static func isName(_ p: UnsafeRawPointer, _ lower: StaticString) -> Bool {
+        let l = UnsafeRawPointer(lower.utf8Start)
+        let n = lower.utf8CodeUnitCount
+        var i = 0
+        while i + 8 <= n {
+            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) | 0x2020_2020_2020_2020
+                != l.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < n {
+            if p.load(fromByteOffset: i, as: UInt8.self) | 0x20 != l.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
+    }
+}
