@@ -459,7 +459,6 @@ package enum HeaderEncoder {
 
     /// One field, a literal with incremental indexing (§6.2.1); `name` lower-case. Returns the
     /// size of the entry it inserts into the decoder's table (§4.1).
-    @discardableResult
     package static func field(_ name: String, _ value: String, into out: inout [UInt8]) -> Int {
         if let index = staticNames[name] {
             integer(index, prefixBits: 6, first: 0x40, into: &out)
