@@ -58,7 +58,20 @@ package final class HeaderDecoder {
     /// Fields inserted so far: each entry's memo names it by this count, never reused.
     private var inserted = 0
 
-    package init() {}
+    /// The static table (Appendix A), read here rather than through its globals: each read of
+    /// one was a `swift_once` check (callgrind). Its size is fixed by the RFC.
+    private static var staticCount: Int { 61 }
+    private let staticBytes = StaticTable.storage.bytes
+    private let staticSpans = StaticTable.storage.spans
+
+    package init() { assert(StaticTable.count == HeaderDecoder.staticCount) }
+
+    /// Static table field `index` (1-based).
+    private func staticField(_ index: Int) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) {
+        let span = staticSpans[index - 1]
+        return (UnsafeBufferPointer(start: staticBytes + span.name, count: span.nameCount),
+                UnsafeBufferPointer(start: staticBytes + span.value, count: span.valueCount))
+    }
 
     deinit {
         for entry in entries[oldest...] { entry.free() }
@@ -104,9 +117,9 @@ package final class HeaderDecoder {
                 // Indexed field (§6.1).
                 guard let index = HeaderDecoder.integer(bytes, &i, prefixBits: 7) else { return .invalid }
                 sawField = true
-                if index <= StaticTable.count {
+                if index <= HeaderDecoder.staticCount {
                     guard index >= 1 else { return .invalid }
-                    let (name, value) = StaticTable.field(index)
+                    let (name, value) = staticField(index)
                     if !field(name, value, .staticEntry(index)) { return .stopped }
                 } else {
                     guard let entry = dynamicEntry(index) else { return .invalid }
@@ -166,14 +179,14 @@ package final class HeaderDecoder {
 
     /// A field by index: the static table (Appendix A), then the dynamic table, newest first.
     private func lookUp(_ index: Int) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>)? {
-        if index >= 1, index <= StaticTable.count { return StaticTable.field(index) }
+        if index >= 1, index <= HeaderDecoder.staticCount { return staticField(index) }
         guard let entry = dynamicEntry(index) else { return nil }
         return (entry.name, entry.value)
     }
 
     /// The dynamic table's entry at `index` (above the static table's), newest first.
     private func dynamicEntry(_ index: Int) -> Entry? {
-        let k = index - StaticTable.count
+        let k = index - HeaderDecoder.staticCount
         guard k >= 1, k <= entries.count - oldest else { return nil }
         return entries[entries.count - k]
     }
@@ -342,7 +355,7 @@ enum StaticTable {
 
     /// Every name and value, one after the other, and where each starts; written once, never
     /// changed or freed (`nonisolated(unsafe)`: a pointer is not Sendable, the bytes are constant).
-    nonisolated(unsafe) private static let storage: (bytes: UnsafeMutablePointer<UInt8>, spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)]) = {
+    nonisolated(unsafe) fileprivate static let storage: (bytes: UnsafeMutablePointer<UInt8>, spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)]) = {
         let total = fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
         let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: total)
         var at = 0
