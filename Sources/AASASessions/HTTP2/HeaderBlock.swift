@@ -87,6 +87,13 @@ struct HeaderBlockReader {
         var whole: [UInt8] = []
         swap(&whole, &block.gathered)
         try HeaderBlockReader.check(whole.withUnsafeBytes { decode($0, into: &block) })
+        switch block.target {
+        case .request(let stream), .trailers(let stream):
+            // Reset while its block arrived (the request timeout): the stream is closed, and
+            // nothing more is sent on it (RFC 9113 §5.1); the block was for the HPACK table only.
+            if stream.state == .closed { block.target = .ignored }
+        case .refused, .ignored: break
+        }
         return block
     }
 
