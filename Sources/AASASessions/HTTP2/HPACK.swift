@@ -198,18 +198,21 @@ package final class HeaderDecoder {
         var used = 0
         let name: UnsafeBufferPointer<UInt8>
         if index == 0 {
-            guard let n = string(bytes, &i, scratchOffset: &used) else { return nil }
+            guard let n = string(bytes, &i, scratchOffset: &used, isLast: false) else { return nil }
             name = n
         } else {
             guard let (n, _) = lookUp(index) else { return nil }
             name = n
         }
-        guard let value = string(bytes, &i, scratchOffset: &used) else { return nil }
+        guard let value = string(bytes, &i, scratchOffset: &used, isLast: true) else { return nil }
         return (name, value)
     }
 
     /// A string literal (§5.2): in place, or Huffman-decoded into the scratch from `scratchOffset`.
-    private func string(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, scratchOffset: inout Int) -> UnsafeBufferPointer<UInt8>? {
+    /// `isLast`: the field's value, after which no string is decoded before the field is handed
+    /// over, so a remembered one is handed over from its slot, not copied.
+    private func string(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, scratchOffset: inout Int,
+                        isLast: Bool) -> UnsafeBufferPointer<UInt8>? {
         guard i < bytes.count else { return nil }
         let huffman = bytes[i] & 0x80 != 0
         guard let length = HeaderDecoder.integer(bytes, &i, prefixBits: 7), length <= bytes.count - i else { return nil }
@@ -226,7 +229,8 @@ package final class HeaderDecoder {
         }
         let start = scratch! + scratchOffset
         if let known = recent.decoded(coded) {
-            // Copied out: the next string may take its slot.
+            if isLast { return known }
+            // Copied out: the value may take its slot.
             if let k = known.baseAddress { start.update(from: k, count: known.count) }
             scratchOffset += known.count
             return UnsafeBufferPointer(start: start, count: known.count)
