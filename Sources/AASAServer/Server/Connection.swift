@@ -516,6 +516,10 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         loop.respond(to: request, connection: &facts, cache: &hostCache, startedMicroseconds: startedMicroseconds)
     }
 
+    func respond(toRequestIn request: inout HTTPRequest, startedMicroseconds: Int64) -> Response {
+        loop.respond(to: request, connection: &facts, cache: &hostCache, startedMicroseconds: startedMicroseconds)
+    }
+
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response {
         loop.refuse(error, connection: facts, startedMicroseconds: startedMicroseconds)
     }
