@@ -83,7 +83,7 @@ private func splitBlocks(_ input: UnsafeBufferPointer<UInt8>) -> [UnsafeBufferPo
 /// Our decoder's fields for `block`, or nil when it refuses it.
 private func decode(_ decoder: HeaderDecoder, _ block: UnsafeBufferPointer<UInt8>) -> [Field]? {
     var fields: [Field] = []
-    let outcome = decoder.decode(UnsafeRawBufferPointer(block)) { name, value in
+    let outcome = decoder.decode(UnsafeRawBufferPointer(block)) { name, value, _ in
         fields.append(Field(name: Array(name), value: Array(value)))
         return true
     }

@@ -11,7 +11,7 @@ import Testing
     private static func decode(_ decoder: HeaderDecoder, _ block: [UInt8]) -> [(String, String)]? {
         var fields: [(String, String)] = []
         let outcome = block.withUnsafeBytes { bytes in
-            decoder.decode(bytes) { name, value in
+            decoder.decode(bytes) { name, value, _ in
                 fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
                 return true
             }

@@ -65,8 +65,8 @@ final class LoopContext {
 
     /// The one road from a request to its response, for both protocols: the first handler of
     /// the listener's chain that takes the request, then the access log and the metrics as the
-    /// handler says.
-    func respond(to request: HTTPRequest, connection: ConnectionFacts, cache: inout HostCache, startedMicroseconds: Int64) -> Response {
+    /// handler says. `connection` is `inout` only to be lent without a copy; it is not changed.
+    func respond(to request: HTTPRequest, connection: inout ConnectionFacts, cache: inout HostCache, startedMicroseconds: Int64) -> Response {
         cache.follow(snapshot: snapshotSerial)
         switch connection.listener {
         case .admin:
@@ -88,6 +88,8 @@ final class LoopContext {
     @inline(__always)
     private func dispatch<H: RequestHandler>(_ handler: H, _ request: HTTPRequest, _ connection: ConnectionFacts,
                                              _ cache: inout HostCache, _ startedMicroseconds: Int64) -> Response {
+        // Read once: each read of the property retained and released it.
+        let snapshot = self.snapshot
         let answer = handler.respond(to: request, snapshot: snapshot, connection: connection, cache: &cache)
         var fetcher: StaticString?
         switch handler.recording {

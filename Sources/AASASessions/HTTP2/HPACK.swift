@@ -9,15 +9,33 @@ package final class HeaderDecoder {
     /// SETTINGS_HEADER_TABLE_SIZE, as announced (the default).
     package static let maxTableSize = 4_096
 
-    /// One dynamic table entry: its name and value, one after the other, in memory of its own
-    /// (freed when it is evicted, never moved).
+    /// One dynamic table entry: its memo, then its name and value, one after the other, in
+    /// memory of its own (freed when it is evicted, never moved).
     private struct Entry {
-        let bytes: UnsafeMutablePointer<UInt8>
+        let memo: UnsafeMutablePointer<FieldMemo>
         let nameCount: Int
         let valueCount: Int
         var size: Int { nameCount + valueCount + 32 }  // §4.1
+        private var bytes: UnsafeMutablePointer<UInt8> {
+            UnsafeMutableRawPointer(memo + 1).assumingMemoryBound(to: UInt8.self)
+        }
         var name: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: bytes, count: nameCount) }
         var value: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: bytes + nameCount, count: valueCount) }
+
+        /// A copy of `name` and `value`, with a memo that is entry `serial`'s.
+        init(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, serial: Int) {
+            let raw = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<FieldMemo>.stride + name.count + value.count,
+                                                       alignment: MemoryLayout<FieldMemo>.alignment)
+            memo = raw.bindMemory(to: FieldMemo.self, capacity: 1)
+            memo.initialize(to: FieldMemo(entry: serial))
+            nameCount = name.count
+            valueCount = value.count
+            let bytes = (raw + MemoryLayout<FieldMemo>.stride).bindMemory(to: UInt8.self, capacity: name.count + value.count)
+            if let n = name.baseAddress { bytes.update(from: n, count: name.count) }
+            if let v = value.baseAddress { (bytes + name.count).update(from: v, count: value.count) }
+        }
+
+        func free() { UnsafeMutableRawPointer(memo).deallocate() }
     }
 
     /// Oldest first; `oldest` marks the first still in the table (evicted ones before it are
@@ -36,14 +54,29 @@ package final class HeaderDecoder {
     /// What the current block could need of the scratch.
     private var blockScratchNeed = 0
     /// A field too large for the table, kept until the next one like it or the end.
-    private var transient: UnsafeMutablePointer<UInt8>?
+    private var transient: Entry?
+    /// Fields inserted so far: each entry's memo names it by this count, never reused.
+    private var inserted = 0
 
-    package init() {}
+    /// The static table (Appendix A), read here rather than through its globals: each read of
+    /// one was a `swift_once` check (callgrind). Its size is fixed by the RFC.
+    private static var staticCount: Int { 61 }
+    private let staticBytes = StaticTable.storage.bytes
+    private let staticSpans = StaticTable.storage.spans
+
+    package init() { assert(StaticTable.count == HeaderDecoder.staticCount) }
+
+    /// Static table field `index` (1-based).
+    private func staticField(_ index: Int) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) {
+        let span = staticSpans[index - 1]
+        return (UnsafeBufferPointer(start: staticBytes + span.name, count: span.nameCount),
+                UnsafeBufferPointer(start: staticBytes + span.value, count: span.valueCount))
+    }
 
     deinit {
-        for entry in entries[oldest...] { entry.bytes.deallocate() }
+        for entry in entries[oldest...] { entry.free() }
         scratch?.deallocate()
-        transient?.deallocate()
+        transient?.free()
         recent.free()
     }
 
@@ -56,9 +89,22 @@ package final class HeaderDecoder {
         case stopped
     }
 
+    /// Where a decoded field came from, for a reader that remembers what it made of a field
+    /// rather than read the same bytes again on every stream.
+    package enum Origin {
+        /// A literal not added to the table: nothing to remember it by.
+        case literal
+        /// A static table entry, by index (Appendix A): the same field on every connection.
+        case staticEntry(Int)
+        /// A dynamic table entry, indexed or just added: its memo lives, and its bytes stay the
+        /// same, until it is evicted, when a later entry at its index has a memo of its own.
+        case dynamicEntry(UnsafeMutablePointer<FieldMemo>)
+    }
+
     /// Decodes a whole header block, handing each field to `field` (which returns false to stop).
     package func decode(_ block: UnsafeRawBufferPointer,
-                        _ field: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool) -> Outcome {
+                        _ field: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ origin: Origin) -> Bool)
+        -> Outcome {
         guard let base = block.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .done }
         let bytes = UnsafeBufferPointer(start: base, count: block.count)
         blockScratchNeed = max(block.count * 8 / 5 + 2, 256)
@@ -69,11 +115,16 @@ package final class HeaderDecoder {
             let first = bytes[i]
             if first & 0x80 != 0 {
                 // Indexed field (§6.1).
-                guard let index = HeaderDecoder.integer(bytes, &i, prefixBits: 7), let (name, value) = lookUp(index) else {
-                    return .invalid
-                }
+                guard let index = HeaderDecoder.integer(bytes, &i, prefixBits: 7) else { return .invalid }
                 sawField = true
-                if !field(name, value) { return .stopped }
+                if index <= HeaderDecoder.staticCount {
+                    guard index >= 1 else { return .invalid }
+                    let (name, value) = staticField(index)
+                    if !field(name, value, .staticEntry(index)) { return .stopped }
+                } else {
+                    guard let entry = dynamicEntry(index) else { return .invalid }
+                    if !field(entry.name, entry.value, .dynamicEntry(entry.memo)) { return .stopped }
+                }
             } else if first & 0xE0 == 0x20 {
                 // Dynamic table size update (§6.3): only at the start of a block (§4.2), and
                 // never above the limit the server announced.
@@ -86,21 +137,34 @@ package final class HeaderDecoder {
                 // Literal with incremental indexing (§6.2.1), without indexing (§6.2.2) or never
                 // indexed (§6.2.3).
                 let indexing = first & 0xC0 == 0x40
-                guard var (name, value) = literal(bytes, &i, prefixBits: indexing ? 6 : 4) else { return .invalid }
-                if indexing { (name, value) = insert(name, value) }
+                guard let (name, value) = literal(bytes, &i, prefixBits: indexing ? 6 : 4) else { return .invalid }
                 sawField = true
-                if !field(name, value) { return .stopped }
+                if indexing {
+                    let (entry, kept) = insert(name, value)
+                    if !field(entry.name, entry.value, kept ? .dynamicEntry(entry.memo) : .literal) { return .stopped }
+                } else if !field(name, value, .literal) {
+                    return .stopped
+                }
             }
         }
         return .done
     }
 
     /// An integer with an N-bit prefix (§5.1), at most 2^28 or so: more is no valid size.
+    /// Inlined: nearly every one fits its prefix (an index, a short length), and a call each cost
+    /// some 14 instructions, 8 a request (callgrind).
+    @inline(__always)
     private static func integer(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, prefixBits: Int) -> Int? {
         let limit = (1 << prefixBits) - 1
-        var value = Int(bytes[i]) & limit
+        let value = Int(bytes[i]) & limit
         i += 1
         guard value == limit else { return value }
+        return continued(bytes, &i, limit)
+    }
+
+    /// The bytes after a full prefix (§5.1).
+    private static func continued(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, _ prefix: Int) -> Int? {
+        var value = prefix
         var shift = 0
         while i < bytes.count {
             let b = bytes[i]
@@ -115,11 +179,16 @@ package final class HeaderDecoder {
 
     /// A field by index: the static table (Appendix A), then the dynamic table, newest first.
     private func lookUp(_ index: Int) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>)? {
-        if index >= 1, index <= StaticTable.count { return StaticTable.field(index) }
-        let k = index - StaticTable.count
-        guard k >= 1, k <= entries.count - oldest else { return nil }
-        let entry = entries[entries.count - k]
+        if index >= 1, index <= HeaderDecoder.staticCount { return staticField(index) }
+        guard let entry = dynamicEntry(index) else { return nil }
         return (entry.name, entry.value)
+    }
+
+    /// The dynamic table's entry at `index` (above the static table's), newest first.
+    private func dynamicEntry(_ index: Int) -> Entry? {
+        let k = index - HeaderDecoder.staticCount
+        guard k >= 1, k <= entries.count - oldest else { return nil }
+        return entries[entries.count - k]
     }
 
     /// A literal's name (by index, or a string) and value, at `i` (§6.2).
@@ -129,18 +198,21 @@ package final class HeaderDecoder {
         var used = 0
         let name: UnsafeBufferPointer<UInt8>
         if index == 0 {
-            guard let n = string(bytes, &i, scratchOffset: &used) else { return nil }
+            guard let n = string(bytes, &i, scratchOffset: &used, isLast: false) else { return nil }
             name = n
         } else {
             guard let (n, _) = lookUp(index) else { return nil }
             name = n
         }
-        guard let value = string(bytes, &i, scratchOffset: &used) else { return nil }
+        guard let value = string(bytes, &i, scratchOffset: &used, isLast: true) else { return nil }
         return (name, value)
     }
 
     /// A string literal (§5.2): in place, or Huffman-decoded into the scratch from `scratchOffset`.
-    private func string(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, scratchOffset: inout Int) -> UnsafeBufferPointer<UInt8>? {
+    /// `isLast`: the field's value, after which no string is decoded before the field is handed
+    /// over, so a remembered one is handed over from its slot, not copied.
+    private func string(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, scratchOffset: inout Int,
+                        isLast: Bool) -> UnsafeBufferPointer<UInt8>? {
         guard i < bytes.count else { return nil }
         let huffman = bytes[i] & 0x80 != 0
         guard let length = HeaderDecoder.integer(bytes, &i, prefixBits: 7), length <= bytes.count - i else { return nil }
@@ -157,7 +229,8 @@ package final class HeaderDecoder {
         }
         let start = scratch! + scratchOffset
         if let known = recent.decoded(coded) {
-            // Copied out: the next string may take its slot.
+            if isLast { return known }
+            // Copied out: the value may take its slot.
             if let k = known.baseAddress { start.update(from: k, count: known.count) }
             scratchOffset += known.count
             return UnsafeBufferPointer(start: start, count: known.count)
@@ -170,24 +243,21 @@ package final class HeaderDecoder {
     }
 
     /// Adds a field to the dynamic table (§4.4), evicting the oldest to make room; a field
-    /// larger than the whole table empties it and is not added. Returns the field's bytes,
-    /// copied before anything is evicted (the name may be an entry's).
-    private func insert(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>)
-        -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) {
-        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: max(name.count + value.count, 1))
-        if let n = name.baseAddress { bytes.update(from: n, count: name.count) }
-        if let v = value.baseAddress { (bytes + name.count).update(from: v, count: value.count) }
-        let entry = Entry(bytes: bytes, nameCount: name.count, valueCount: value.count)
+    /// larger than the whole table empties it and is not added (false). Returns the field's
+    /// entry, copied before anything is evicted (the name may be an entry's).
+    private func insert(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> (Entry, kept: Bool) {
+        let entry = Entry(name, value, serial: inserted)
+        inserted += 1
         evict(toFit: entry.size)
         if entry.size > capacity {
             // The table is now empty; the field is handed over from memory freed later.
-            transient?.deallocate()
-            transient = bytes
-            return (entry.name, entry.value)
+            transient?.free()
+            transient = entry
+            return (entry, false)
         }
         entries.append(entry)
         tableSize += entry.size
-        return (entry.name, entry.value)
+        return (entry, true)
     }
 
     /// Evicts the oldest entries until `incoming` more bytes fit (§4.4).
@@ -202,7 +272,7 @@ package final class HeaderDecoder {
     private func evictOne() {
         let entry = entries[oldest]
         tableSize -= entry.size
-        entry.bytes.deallocate()
+        entry.free()
         oldest += 1
     }
 
@@ -215,45 +285,16 @@ package final class HeaderDecoder {
     }
 }
 
-/// A few short Huffman-coded strings and their decoded bytes, in memory made when first needed
-/// (an idle connection that never sent one holds none).
-private struct RecentStrings {
-    /// Coded strings up to this length are kept (a path, an agent).
-    static let maxCoded = 64
-    private static let slots = 2
-    /// Per slot: the coded length, the decoded length, then both strings' bytes.
-    private static let slotSize = 2 + maxCoded + maxCoded * 8 / 5 + 1
-    private var memory: UnsafeMutablePointer<UInt8>?
-    private var next = 0
-
-    /// The decoded bytes of `coded`, if it is one of the kept strings (valid until the next
-    /// ``remember(_:_:)``, which may reuse the slot).
-    func decoded(_ coded: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        guard let memory, coded.count <= RecentStrings.maxCoded else { return nil }
-        for slot in 0..<RecentStrings.slots {
-            let at = memory + slot * RecentStrings.slotSize
-            guard Int(at[0]) == coded.count,
-                  ByteScan.equal(UnsafeBufferPointer(start: at + 2, count: coded.count), coded) else { continue }
-            return UnsafeBufferPointer(start: at + 2 + coded.count, count: Int(at[1]))
-        }
-        return nil
-    }
-
-    mutating func remember(_ coded: UnsafeBufferPointer<UInt8>, _ decoded: UnsafeBufferPointer<UInt8>) {
-        guard coded.count <= RecentStrings.maxCoded, decoded.count <= 255, !coded.isEmpty else { return }
-        if memory == nil {
-            memory = .allocate(capacity: RecentStrings.slots * RecentStrings.slotSize)
-            for slot in 0..<RecentStrings.slots { memory![slot * RecentStrings.slotSize] = 0xFF }
-        }
-        let at = memory! + next * RecentStrings.slotSize
-        next = (next + 1) % RecentStrings.slots
-        at[0] = UInt8(coded.count)
-        at[1] = UInt8(decoded.count)
-        (at + 2).update(from: coded.baseAddress!, count: coded.count)
-        if let d = decoded.baseAddress { (at + 2 + coded.count).update(from: d, count: decoded.count) }
-    }
-
-    func free() { memory?.deallocate() }
+/// What the reader of a connection's request fields made of one dynamic table entry, kept in
+/// the entry's memory: a client indexes the fields it sends on every stream (`:authority`,
+/// `user-agent`, `accept`...), and a lookup then costs less than matching the name, checking
+/// the value and comparing it with the last one again (``RequestFieldReader``).
+package struct FieldMemo {
+    /// Which entry: the fields inserted before it on the connection. Never reused, so what the
+    /// reader keeps by it cannot be taken for a later entry's.
+    package let entry: Int
+    /// The reader's; 0 until it sets it.
+    package var kind: UInt8 = 0
 }
 
 /// HPACK's static table (RFC 7541 Appendix A): 61 fields, their bytes made once.
@@ -277,7 +318,7 @@ enum StaticTable {
 
     /// Every name and value, one after the other, and where each starts; written once, never
     /// changed or freed (`nonisolated(unsafe)`: a pointer is not Sendable, the bytes are constant).
-    nonisolated(unsafe) private static let storage: (bytes: UnsafeMutablePointer<UInt8>, spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)]) = {
+    nonisolated(unsafe) fileprivate static let storage: (bytes: UnsafeMutablePointer<UInt8>, spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)]) = {
         let total = fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
         let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: total)
         var at = 0

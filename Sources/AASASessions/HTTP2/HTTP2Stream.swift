@@ -79,20 +79,22 @@ final package class HTTP2Stream {
         self.startedMicroseconds = startedMicroseconds
         self.sendWindow = sendWindow
         self.receiveWindow = receiveWindow
-        method = nil
-        target = nil
-        path = nil
-        authority = nil
-        hostField = nil
-        ifNoneMatch = nil
-        ifModifiedSince = nil
-        userAgent = nil
+        // Most are nil already (moved into the request, or never sent); assigning nil to one
+        // released the nothing it held, a call each (some 75 instructions a request, callgrind).
+        if method != nil { method = nil }
+        if target != nil { target = nil }
+        if path != nil { path = nil }
+        if authority != nil { authority = nil }
+        if hostField != nil { hostField = nil }
+        if ifNoneMatch != nil { ifNoneMatch = nil }
+        if ifModifiedSince != nil { ifModifiedSince = nil }
+        if userAgent != nil { userAgent = nil }
         contentLength = nil
         isOwnCheck = false
         bodyBytes = 0
         receivedBytes = 0
         state = .open
-        response = nil
+        if response != nil { response = nil }
         headersSent = false
         bodySent = 0
         isQueued = false

@@ -87,6 +87,13 @@ struct HeaderBlockReader {
         var whole: [UInt8] = []
         swap(&whole, &block.gathered)
         try HeaderBlockReader.check(whole.withUnsafeBytes { decode($0, into: &block) })
+        switch block.target {
+        case .request(let stream), .trailers(let stream):
+            // Reset while its block arrived (the request timeout): the stream is closed, and
+            // nothing more is sent on it (RFC 9113 §5.1); the block was for the HPACK table only.
+            if stream.state == .closed { block.target = .ignored }
+        case .refused, .ignored: break
+        }
         return block
     }
 
@@ -103,12 +110,12 @@ struct HeaderBlockReader {
     private mutating func decode(_ bytes: UnsafeRawBufferPointer, into block: inout HeaderBlock) -> HeaderDecoder.Outcome {
         // Read once: a copy of the target per field retains and releases its stream.
         let target = block.target
-        return decoder.decode(bytes) { name, value in
+        return decoder.decode(bytes) { name, value, origin in
             block.decodedBytes += name.count + value.count + 32
             if block.decodedBytes > maxHeaderListSize { return false }
             guard block.malformed == nil else { return true }
             switch target {
-            case .request(let stream): block.malformed = fields.read(name, value, into: stream, check: &block.check)
+            case .request(let stream): block.malformed = fields.read(name, value, origin, into: stream, check: &block.check)
             case .trailers: block.malformed = RequestFieldCheck.checkTrailer(name, value)
             case .refused, .ignored: break
             }
@@ -152,62 +159,178 @@ package enum RequestField {
 /// (``RequestFieldCheck``), and kept on the stream when the server acts on it. It remembers the
 /// last `:authority` (or Host) and User-Agent as made from their bytes: a client sends the same
 /// ones on every stream, and comparing bytes costs less than normalizing a host and making
-/// Strings again (~1,000 instructions a request, callgrind).
+/// Strings again (~1,000 instructions a request, callgrind). A field that is a dynamic table
+/// entry is read once: what it is goes in the entry's ``FieldMemo``, and the entry's next use
+/// costs the check of where it stands (pseudo-header order, repeats), not a name match, a
+/// value check and a comparison.
 struct RequestFieldReader {
     /// The paths the server serves files at: a request for one of them makes no String.
     private let targets: InternedTargets
     private var lastAuthority: HTTP2Stream.HostField?
+    /// The dynamic table entry `lastAuthority` was last found equal to (its ``FieldMemo/entry``).
+    private var lastAuthorityEntry = -1
     private var lastUserAgent = RememberedField()
+    /// The last User-Agent made from a dynamic table entry, and which.
+    private var entryUserAgent: (entry: Int, text: String)?
+    /// The last `:path` found among the served targets: clients send it as a literal (never
+    /// indexed, RFC 7541 §6.2.3), the same on every stream.
+    private var lastInterned: (bytes: [UInt8], text: String)?
+
+    /// What a dynamic table entry is to the reader (``FieldMemo/kind``): set once the field was
+    /// read without fault, so the name and value are valid (§8.2.1) and not connection-specific
+    /// (§8.2.2); a field that was refused is read in full at each use, and refused again.
+    private enum Kind {
+        static let unread: UInt8 = 0
+        /// A regular field the server does not act on.
+        static let ignored: UInt8 = 1
+        static let authority: UInt8 = 2
+        static let host: UInt8 = 3
+        static let userAgent: UInt8 = 4
+        /// `:method GET`.
+        static let get: UInt8 = 5
+        /// `:scheme` http or https.
+        static let scheme: UInt8 = 6
+        /// Any other: read in full at each use (what it sets on the stream is made each time).
+        static let other: UInt8 = 7
+    }
+
+    /// HPACK's static table indexes of `:method GET`, `:scheme http` and `:scheme https` (RFC
+    /// 7541 Appendix A), which a client sends as one byte each.
+    private enum StaticIndex {
+        static let get = 2, http = 6, https = 7
+    }
 
     init(targets: InternedTargets) { self.targets = targets }
 
-    /// Reads one field of `stream`'s block; returns why the request is malformed, or nil. A
-    /// value remembered from an earlier stream was checked then; GET and the served paths are
-    /// valid values, not checked again.
-    mutating func read(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, into stream: HTTP2Stream,
-                       check: inout RequestFieldCheck) -> StaticString? {
+    /// Reads one field of `stream`'s block; returns why the request is malformed, or nil. Inlined
+    /// in the decoder's loop, with the full reading out of line (called, it cost some 100
+    /// instructions a request more, callgrind).
+    @inline(__always)
+    mutating func read(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ origin: HeaderDecoder.Origin,
+                       into stream: HTTP2Stream, check: inout RequestFieldCheck) -> StaticString? {
+        switch origin {
+        case .staticEntry(StaticIndex.get):
+            if let why = check.knownPseudo(RequestFieldCheck.Pseudo.method) { return why }
+            stream.method = .get
+            return nil
+        case .staticEntry(StaticIndex.https), .staticEntry(StaticIndex.http):
+            return check.knownPseudo(RequestFieldCheck.Pseudo.scheme)
+        case .staticEntry, .literal:
+            return read(name, value, into: stream, check: &check, entry: -1).why
+        case .dynamicEntry(let memo):
+            let entry = memo.pointee.entry
+            switch memo.pointee.kind {
+            case Kind.unread:
+                let (why, known) = read(name, value, into: stream, check: &check, entry: entry)
+                if why == nil { memo.pointee.kind = RequestFieldReader.kind(of: name, value, known) }
+                return why
+            case Kind.ignored:
+                check.knownRegular()
+                return nil
+            case Kind.authority:
+                if let why = check.knownPseudo(RequestFieldCheck.Pseudo.authority) { return why }
+                stream.setAuthority(hostField(value, entry: entry))
+                return nil
+            case Kind.host:
+                check.knownRegular(isHost: true)
+                stream.setHostField(hostField(value, entry: entry))
+                return nil
+            case Kind.userAgent:
+                if let known = entryUserAgent, known.entry == entry {
+                    check.knownRegular()
+                    stream.userAgent = known.text
+                    return nil
+                }
+                return read(name, value, into: stream, check: &check, entry: entry).why
+            case Kind.get:
+                if let why = check.knownPseudo(RequestFieldCheck.Pseudo.method) { return why }
+                stream.method = .get
+                return nil
+            case Kind.scheme:
+                return check.knownPseudo(RequestFieldCheck.Pseudo.scheme)
+            default:
+                return read(name, value, into: stream, check: &check, entry: entry).why
+            }
+        }
+    }
+
+    /// What a field read without fault is, for its entry's memo.
+    private static func kind(of name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ known: RequestField?) -> UInt8 {
+        switch known {
+        case .method: return RequestField.equals(value, "GET") ? Kind.get : Kind.other
+        case .authority: return Kind.authority
+        case .host: return Kind.host
+        case .userAgent: return Kind.userAgent
+        // `:method` other than GET, `:path`, the conditional fields...: what they set is made
+        // from the bytes each time.
+        case .some: return Kind.other
+        // The one pseudo-header field that `named` does not know and the check lets through.
+        case nil: return name.first == UInt8(ascii: ":") ? Kind.scheme : Kind.ignored
+        }
+    }
+
+    /// Reads a field in full. A value remembered from an earlier stream was checked then; GET
+    /// and the served paths are valid values, not checked again. `entry` is the field's dynamic
+    /// table entry, or -1. Returns why the request is malformed, or nil, and which field it is.
+    private mutating func read(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, into stream: HTTP2Stream,
+                               check: inout RequestFieldCheck, entry: Int) -> (why: StaticString?, known: RequestField?) {
         let known = RequestField.named(name)
         switch known {
-        case .authority, .host:
+        // A value checked on an earlier stream, or known valid: only the field's place is left
+        // to check.
+        case .authority:
             if let last = lastAuthority, last.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, value) }) {
-                if let why = check.check(name, value, known: known, valueIsChecked: true) { return why }
-                if known == .authority { stream.setAuthority(last) } else { stream.setHostField(last) }
-                return nil
+                if let why = check.knownPseudo(RequestFieldCheck.Pseudo.authority) { return (why, known) }
+                if entry >= 0 { lastAuthorityEntry = entry }
+                stream.setAuthority(last)
+                return (nil, known)
+            }
+        case .host:
+            if let last = lastAuthority, last.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, value) }) {
+                check.knownRegular(isHost: true)
+                if entry >= 0 { lastAuthorityEntry = entry }
+                stream.setHostField(last)
+                return (nil, known)
             }
         case .userAgent:
             if let agent = lastUserAgent.value(for: value) {
-                if let why = check.check(name, value, known: known, valueIsChecked: true) { return why }
+                check.knownRegular()
+                if entry >= 0 { entryUserAgent = (entry, agent) }
                 stream.userAgent = agent
-                return nil
+                return (nil, known)
             }
         case .method:
-            // GET, nearly every request's, is a valid value (RFC 9113 §8.2.1).
+            // GET, nearly every request's, is a valid value (RFC 9113 §8.2.1), and not CONNECT.
             if RequestField.equals(value, "GET") {
-                if let why = check.check(name, value, known: known, valueIsChecked: true) { return why }
+                if let why = check.knownPseudo(RequestFieldCheck.Pseudo.method) { return (why, known) }
                 stream.method = .get
-                return nil
+                return (nil, known)
             }
         case .path:
-            // So is a path the server serves files at.
-            if let interned = targets.text(for: value) {
-                if let why = check.check(name, value, known: known, valueIsChecked: true) { return why }
+            // So is a path the server serves files at (not empty).
+            if let interned = interned(value) {
+                if let why = check.knownPseudo(RequestFieldCheck.Pseudo.path) { return (why, known) }
                 stream.setPath(interned: interned)
-                return nil
+                return (nil, known)
             }
         default: break
         }
-        if let why = check.check(name, value, known: known, valueIsChecked: false) { return why }
+        if let why = check.check(name, value, known: known, valueIsChecked: false) { return (why, known) }
         switch known {
         case .method:
             stream.method = RequestField.equals(value, "HEAD") ? .head : .other(String(decoding: value, as: UTF8.self))
         case .path: stream.setPath(value)
-        case .authority: stream.setAuthority(hostField(value))
-        case .host: stream.setHostField(hostField(value))
+        case .authority, .host:
+            let field = HTTP2Stream.HostField(value)
+            lastAuthority = field
+            lastAuthorityEntry = entry
+            if known == .authority { stream.setAuthority(field) } else { stream.setHostField(field) }
         case .ifNoneMatch: stream.ifNoneMatch = String(decoding: value, as: UTF8.self)
         case .ifModifiedSince: stream.ifModifiedSince = String(decoding: value, as: UTF8.self)
         case .userAgent:
             let agent = String(decoding: value, as: UTF8.self)
             lastUserAgent.remember(value, as: agent)
+            if entry >= 0 { entryUserAgent = (entry, agent) }
             stream.userAgent = agent
         case .contentLength:
             // Checked to be digits; a longer one is over any limit anyway.
@@ -215,11 +338,25 @@ struct RequestFieldReader {
         case .ownCheck: stream.isOwnCheck = true
         case nil: break
         }
-        return nil
+        return (nil, known)
     }
 
-    /// A new field for a `:authority` or Host value, remembered for the next stream.
-    private mutating func hostField(_ value: UnsafeBufferPointer<UInt8>) -> HTTP2Stream.HostField {
+    /// The served target `value` names, if any: the last one again when the bytes are the same
+    /// (one comparison, where the targets' lookup cost some 80 instructions, callgrind).
+    private mutating func interned(_ value: UnsafeBufferPointer<UInt8>) -> String? {
+        if let last = lastInterned, last.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, value) }) { return last.text }
+        guard let text = targets.text(for: value) else { return nil }
+        lastInterned = (Array(value), text)
+        return text
+    }
+
+    /// The host field of a `:authority` or Host value that is dynamic table entry `entry`, its
+    /// value checked when the entry was first read: the last one when it was made from, or
+    /// found equal to, the same entry; else made, or found equal, again.
+    private mutating func hostField(_ value: UnsafeBufferPointer<UInt8>, entry: Int) -> HTTP2Stream.HostField {
+        if lastAuthorityEntry == entry, let last = lastAuthority { return last }
+        lastAuthorityEntry = entry
+        if let last = lastAuthority, last.bytes.withUnsafeBufferPointer({ ByteScan.equal($0, value) }) { return last }
         let field = HTTP2Stream.HostField(value)
         lastAuthority = field
         return field

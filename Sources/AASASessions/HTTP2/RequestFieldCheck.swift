@@ -10,8 +10,24 @@ struct RequestFieldCheck {
     private var isConnect = false
     private var sawHost = false
 
-    private enum Pseudo {
+    enum Pseudo {
         static let method: UInt8 = 1, scheme: UInt8 = 2, path: UInt8 = 4, authority: UInt8 = 8
+    }
+
+    /// A pseudo-header field (bit `Pseudo.*`) whose name and value were found valid on an
+    /// earlier stream (``FieldMemo``): only where it stands and whether it repeats are left to
+    /// check. Not `:method CONNECT`.
+    mutating func knownPseudo(_ bit: UInt8) -> StaticString? {
+        if sawRegularField { return "a pseudo-header field after a regular field" }
+        if pseudo & bit != 0 { return "a repeated pseudo-header field" }
+        pseudo |= bit
+        return nil
+    }
+
+    /// A regular field found valid, and not connection-specific, on an earlier stream.
+    mutating func knownRegular(isHost: Bool = false) {
+        sawRegularField = true
+        if isHost { sawHost = true }
     }
 
     /// Why the field makes the request malformed, or nil. `known` is the session's reading of

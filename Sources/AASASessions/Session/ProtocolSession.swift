@@ -40,6 +40,9 @@ package protocol RequestDispatch: AnyObject {
     /// - Parameter startedMicroseconds: when the request's first byte arrived (monotonic), for
     ///   the duration the access log reports.
     func respond(to request: HTTPRequest, startedMicroseconds: Int64) -> Response
+    /// The same, for a request the session keeps in place (see the extension's). A requirement,
+    /// so the connection answers it directly: through the extension it was one call more.
+    func respond(toRequestIn request: inout HTTPRequest, startedMicroseconds: Int64) -> Response
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response
 }
 
