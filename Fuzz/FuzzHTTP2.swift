@@ -128,7 +128,7 @@ private final class ResponseReader {
         var names: [String] = []
         var status = ""
         let outcome = block.withUnsafeBytes { raw in
-            decoder.decode(raw) { name, value in
+            decoder.decode(raw) { name, value, _ in
                 let name = String(decoding: name, as: UTF8.self)
                 if name == ":status" { status = String(decoding: value, as: UTF8.self) }
                 names.append(name)

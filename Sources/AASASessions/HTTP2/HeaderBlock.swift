@@ -1,7 +1,4 @@
 import AASAHTTP
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A header block being received (HEADERS, then CONTINUATION frames until END_HEADERS,
 /// RFC 9113 §4.3, §6.10) and what it is for.
@@ -124,37 +121,6 @@ struct HeaderBlockReader {
     }
 }
 
-/// The fields of a request the server acts on, by name (RFC 9113 §8.3.1 for the pseudo-header
-/// fields; HTTP/2 names are lower case, §8.2.2).
-package enum RequestField {
-    case method, path, authority, host, ifNoneMatch, ifModifiedSince, userAgent, contentLength
-    /// ``RequestParser/ownCheckField``, lower case as HTTP/2 sends names.
-    case ownCheck
-
-    /// Which field a name is, by length first (most names cost one comparison).
-    static package func named(_ name: UnsafeBufferPointer<UInt8>) -> RequestField? {
-        switch name.count {
-        case 4: return equals(name, "host") ? .host : nil
-        case 5: return equals(name, ":path") ? .path : nil
-        case 7: return equals(name, ":method") ? .method : nil
-        case 10:
-            if equals(name, ":authority") { return .authority }
-            if equals(name, "user-agent") { return .userAgent }
-            return equals(name, "aasa-check") ? .ownCheck : nil
-        case 13: return equals(name, "if-none-match") ? .ifNoneMatch : nil
-        case 14: return equals(name, "content-length") ? .contentLength : nil
-        case 17: return equals(name, "if-modified-since") ? .ifModifiedSince : nil
-        default: return nil
-        }
-    }
-
-    /// memcmp: the generic `elementsEqual` cost some 130 instructions a field (callgrind).
-    static package func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-        guard bytes.count == text.utf8CodeUnitCount else { return false }
-        return bytes.isEmpty || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
-    }
-}
-
 /// Reads the decoded fields of a connection's request blocks into their streams: each checked
 /// (``RequestFieldCheck``), and kept on the stream when the server acts on it. It remembers the
 /// last `:authority` (or Host) and User-Agent as made from their bytes: a client sends the same
@@ -255,17 +221,18 @@ struct RequestFieldReader {
     }
 
     /// What a field read without fault is, for its entry's memo.
-    private static func kind(of name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ known: RequestField?) -> UInt8 {
+    private static func kind(of name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ known: KnownField?) -> UInt8 {
         switch known {
-        case .method: return RequestField.equals(value, "GET") ? Kind.get : Kind.other
+        case .method: return KnownField.equals(value, "GET") ? Kind.get : Kind.other
         case .authority: return Kind.authority
         case .host: return Kind.host
         case .userAgent: return Kind.userAgent
+        case .scheme: return Kind.scheme
+        // Read without fault, so not connection-specific (§8.2.2); not acted on in HTTP/2.
+        case .connection, .transferEncoding, .authorization, .ifMatch, nil: return Kind.ignored
         // `:method` other than GET, `:path`, the conditional fields...: what they set is made
         // from the bytes each time.
-        case .some: return Kind.other
-        // The one pseudo-header field that `named` does not know and the check lets through.
-        case nil: return name.first == UInt8(ascii: ":") ? Kind.scheme : Kind.ignored
+        case .path, .ifNoneMatch, .ifModifiedSince, .contentLength, .ownCheck: return Kind.other
         }
     }
 
@@ -273,8 +240,8 @@ struct RequestFieldReader {
     /// and the served paths are valid values, not checked again. `entry` is the field's dynamic
     /// table entry, or -1. Returns why the request is malformed, or nil, and which field it is.
     private mutating func read(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, into stream: HTTP2Stream,
-                               check: inout RequestFieldCheck, entry: Int) -> (why: StaticString?, known: RequestField?) {
-        let known = RequestField.named(name)
+                               check: inout RequestFieldCheck, entry: Int) -> (why: StaticString?, known: KnownField?) {
+        let known = KnownField.named(lowerCase: name)
         switch known {
         // A value checked on an earlier stream, or known valid: only the field's place is left
         // to check.
@@ -301,7 +268,7 @@ struct RequestFieldReader {
             }
         case .method:
             // GET, nearly every request's, is a valid value (RFC 9113 §8.2.1), and not CONNECT.
-            if RequestField.equals(value, "GET") {
+            if KnownField.equals(value, "GET") {
                 if let why = check.knownPseudo(RequestFieldCheck.Pseudo.method) { return (why, known) }
                 stream.method = .get
                 return (nil, known)
@@ -318,7 +285,7 @@ struct RequestFieldReader {
         if let why = check.check(name, value, known: known, valueIsChecked: false) { return (why, known) }
         switch known {
         case .method:
-            stream.method = RequestField.equals(value, "HEAD") ? .head : .other(String(decoding: value, as: UTF8.self))
+            stream.method = KnownField.equals(value, "HEAD") ? .head : .other(String(decoding: value, as: UTF8.self))
         case .path: stream.setPath(value)
         case .authority, .host:
             let field = HTTP2Stream.HostField(value)
@@ -336,7 +303,7 @@ struct RequestFieldReader {
             // Checked to be digits; a longer one is over any limit anyway.
             stream.contentLength = value.count <= 18 ? value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } : Int.max
         case .ownCheck: stream.isOwnCheck = true
-        case nil: break
+        case .scheme, .connection, .transferEncoding, .authorization, .ifMatch, nil: break
         }
         return (nil, known)
     }

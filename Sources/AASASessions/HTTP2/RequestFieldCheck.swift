@@ -34,7 +34,7 @@ struct RequestFieldCheck {
     /// the name (a name it recognised is already known to be valid); `valueIsChecked` says the
     /// value is one the session checked on an earlier stream, or one known to be valid.
     mutating func check(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>,
-                        known: RequestField?, valueIsChecked: Bool) -> StaticString? {
+                        known: KnownField?, valueIsChecked: Bool) -> StaticString? {
         if !valueIsChecked, let why = RequestFieldCheck.checkValue(value) { return why }
         if name.first == UInt8(ascii: ":") {
             if sawRegularField { return "a pseudo-header field after a regular field" }
@@ -43,19 +43,18 @@ struct RequestFieldCheck {
             case .method: bit = Pseudo.method
             case .path: bit = Pseudo.path
             case .authority: bit = Pseudo.authority
-            default:
-                guard RequestField.equals(name, ":scheme") else { return "an unknown pseudo-header field" }
-                bit = Pseudo.scheme
+            case .scheme: bit = Pseudo.scheme
+            default: return "an unknown pseudo-header field"
             }
             if pseudo & bit != 0 { return "a repeated pseudo-header field" }
             pseudo |= bit
             if bit == Pseudo.method {
                 // RFC 9110 §9.1: a method is a token.
                 if value.isEmpty || !value.allSatisfy(RequestFieldCheck.isTokenByte) { return "a :method that is not a token" }
-                if RequestField.equals(value, "CONNECT") { isConnect = true }
+                if KnownField.equals(value, "CONNECT") { isConnect = true }
             }
             // This server is http and https only (RFC 9113 §8.3.1).
-            if bit == Pseudo.scheme, !RequestField.equals(value, "https"), !RequestField.equals(value, "http") { return "an unknown :scheme" }
+            if bit == Pseudo.scheme, !KnownField.equals(value, "https"), !KnownField.equals(value, "http") { return "an unknown :scheme" }
             if bit == Pseudo.path, value.isEmpty { return "an empty :path" }
             return nil
         }
@@ -66,6 +65,7 @@ struct RequestFieldCheck {
             return nil
         case .contentLength:
             return !value.isEmpty && value.allSatisfy({ $0 &- 0x30 < 10 }) ? nil : "an invalid content-length"
+        case .connection, .transferEncoding: return "a connection-specific field"
         case .some: return nil
         case nil: break
         }
@@ -78,16 +78,16 @@ struct RequestFieldCheck {
     private static func checkConnectionSpecific(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> StaticString? {
         switch name.count {
         case 2:
-            return RequestField.equals(name, "te") && !RequestField.equals(value, "trailers") ? "TE other than trailers" : nil
+            return KnownField.equals(name, "te") && !KnownField.equals(value, "trailers") ? "TE other than trailers" : nil
         case 7:
-            return RequestField.equals(name, "upgrade") ? "a connection-specific field" : nil
+            return KnownField.equals(name, "upgrade") ? "a connection-specific field" : nil
         case 10:
-            return RequestField.equals(name, "connection") || RequestField.equals(name, "keep-alive")
+            return KnownField.equals(name, "connection") || KnownField.equals(name, "keep-alive")
                 ? "a connection-specific field" : nil
         case 16:
-            return RequestField.equals(name, "proxy-connection") ? "a connection-specific field" : nil
+            return KnownField.equals(name, "proxy-connection") ? "a connection-specific field" : nil
         case 17:
-            return RequestField.equals(name, "transfer-encoding") ? "a connection-specific field" : nil
+            return KnownField.equals(name, "transfer-encoding") ? "a connection-specific field" : nil
         default: return nil
         }
     }
