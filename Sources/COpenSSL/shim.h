@@ -12,6 +12,7 @@
 #include <openssl/cms.h>
 #include <openssl/rand.h>
 #include <openssl/decoder.h>
+#include <openssl/provider.h>
 
 static inline long aasa_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_min_proto_version(ctx, v); }
 static inline long aasa_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_max_proto_version(ctx, v); }
@@ -80,6 +81,9 @@ static inline int aasa_x509_chain_push(STACK_OF(X509) *chain, X509 *x) { return 
 static inline void aasa_x509_chain_free(STACK_OF(X509) *chain) { sk_X509_pop_free(chain, X509_free); }
 // What a private key's decoder makes: the key pair (a macro of other macros).
 static inline int aasa_evp_pkey_keypair(void) { return EVP_PKEY_KEYPAIR; }
+// The key types whose private keys OpenSSL 3.0 still reads without a provider (macros of NIDs).
+static inline int aasa_evp_pkey_ec(void) { return EVP_PKEY_EC; }
+static inline int aasa_evp_pkey_rsa(void) { return EVP_PKEY_RSA; }
 
 // Key and certificate making (development CA).
 static inline EVP_PKEY *aasa_EVP_EC_gen_p256(void) { return EVP_EC_gen("P-256"); }
