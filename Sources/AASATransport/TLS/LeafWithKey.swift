@@ -12,9 +12,9 @@ import COpenSSL
 ///   nothing decodes the key, the certificate is parsed all the same, without its key. In a
 ///   context whose one provider is OpenSSL's "null" provider (no algorithms), the walk finds
 ///   nothing and costs almost nothing.
-/// - `d2i_PrivateKey_ex` in that context finds no decoder either, and reads the key the way
-///   OpenSSL 1.1 did (crypto/asn1/d2i_pr.c, `d2i_PrivateKey_legacy`: EC's and RSA's
-///   `old_priv_decode`), into a key of the built-in EC or RSA code rather than a provider's.
+/// - The private key is read by OpenSSL's built-in EC or RSA code rather than a provider's
+///   (`aasa_d2i_builtin_private_key`, what `d2i_PrivateKey_ex` falls back to when no decoder
+///   reads a key).
 /// - `X509_set_pubkey` with such a key encodes the SubjectPublicKeyInfo with that code
 ///   (`X509_PUBKEY_set`, `pub_encode`; a provider's key would go through an encoder and then
 ///   `d2i_X509_PUBKEY`, the same decoder walk) and keeps the key itself as the certificate's.
@@ -66,12 +66,12 @@ enum LeafWithKey {
         default: return nil
         }
         guard let context = noAlgorithms else { return nil }
-        // The decoders that find nothing leave errors on the queue: taken back at the end.
+        // The fingerprint that cannot be computed leaves an error on the queue: taken back at the end.
         ERR_set_mark()
         defer { ERR_pop_to_mark() }
         guard let key = keyDER.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
             var p = buffer.baseAddress
-            return d2i_PrivateKey_ex(type, nil, &p, buffer.count, context, nil)
+            return aasa_d2i_builtin_private_key(type, &p, buffer.count)
         }) else { return nil }
         // Given to d2i_X509 to fill, so that its library context is the one used; on failure
         // d2i_X509 frees it and sets it to nil.
