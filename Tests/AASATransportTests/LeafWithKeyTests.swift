@@ -131,3 +131,64 @@ struct LeafWithKeyTests {
         #expect(verified)
     }
 }
+
+/// Keys several certificates share are parsed once while in use (``SharedPrivateKeys``).
+struct SharedPrivateKeysTests {
+    @Test func sitesWithOneKeyShareOneParsedKeyAndEachIsServedItsOwnCertificate() throws {
+        // ManySites gives every site's certificate the same key.
+        let sites = try ManySites()
+        var certificates: [TLSCertificate] = []
+        for i in 0..<3 {
+            try sites.addCertificate(name: "site\(i)", dnsNames: [ManySites.host(i)])
+            certificates.append(try TLSCertificate(name: "site\(i)", certificatePath: sites.certs + "/site\(i).crt", keyPath: sites.certs + "/site\(i).key"))
+        }
+        let settings = TLSServerSettings(offersHTTP2: false)
+        let pairs = try certificates.map { try #require($0.keyPair(settings.keyPairs)) }
+        #expect(pairs[1].key == pairs[0].key && pairs[2].key == pairs[0].key, "one parsed key")
+        #expect(pairs[1].leaf != pairs[0].leaf)
+        #expect(settings.keyPairs.sharedKeys.count == 1)
+        let store = CertificateStore(certificates: certificates, defaultName: "site0")
+        for i in 0..<3 {
+            let (a, b) = TLSStreamTests.pair()
+            defer { close(a); close(b) }
+            let server = try TLSStream(server: settings, certificates: store, fd: a)
+            let client = try TLSStream(client: TLSClientContext(verifyPeer: false, alpn: ["http/1.1"]), fd: b, serverName: ManySites.host(i))
+            #expect(TLSStreamTests.handshake(server, client) == (.done(0), .done(0)))
+            let peer = try #require(SSL_get1_peer_certificate(client.ssl))
+            defer { X509_free(peer) }
+            let pem = try #require(TLSCertificate.readFile(sites.certs + "/site\(i).crt"))
+            let file = try #require(PEMBlocks.decode(pem).first)
+            #expect(KeyReader.encode { i2d_X509(peer, $0) } == file, "site \(i)")
+        }
+    }
+
+    @Test func atMostCapacityKeysAreKeptTheLeastRecentlyUsedGoingFirst() throws {
+        let keys = SharedPrivateKeys()
+        let ders: [[UInt8]] = try (0...SharedPrivateKeys.capacity).map { _ in
+            let key = try #require(aasa_EVP_EC_gen_p256())
+            defer { EVP_PKEY_free(key) }
+            return try #require(KeyReader.encode { i2d_PrivateKey(key, $0) })
+        }
+        var parses = 0
+        func get(_ der: [UInt8]) throws {
+            let key = try #require(keys.key(der) { der in
+                parses += 1
+                return der.withUnsafeBufferPointer { buffer in
+                    var p = buffer.baseAddress
+                    return aasa_d2i_builtin_private_key(aasa_evp_pkey_ec(), &p, buffer.count)
+                }
+            })
+            EVP_PKEY_free(key)
+        }
+        for der in ders.dropLast() { try get(der) }
+        #expect(keys.count == SharedPrivateKeys.capacity)
+        try get(ders[0])
+        #expect(parses == SharedPrivateKeys.capacity, "kept, not parsed again")
+        try get(ders[SharedPrivateKeys.capacity])
+        #expect(keys.count == SharedPrivateKeys.capacity)
+        try get(ders[0])
+        #expect(parses == SharedPrivateKeys.capacity + 1, "used last, so kept")
+        try get(ders[1])
+        #expect(parses == SharedPrivateKeys.capacity + 2, "the least recently used went first")
+    }
+}

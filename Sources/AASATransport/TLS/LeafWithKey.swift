@@ -56,9 +56,9 @@ enum LeafWithKey {
     }()
 
     /// The leaf (`X509 *`) and key (`EVP_PKEY *`), each owned by the caller; the key is also
-    /// the leaf's public key. Nil when this way does not apply (another key type, or a key
+    /// the leaf's public key, and the one `keys` holds for `keyDER` if it holds one. Nil when this way does not apply (another key type, or a key
     /// that does not encode as the certificate's does): the caller parses as before.
-    static func parse(leafDER: [UInt8], keyDER: [UInt8], keyType: String) -> (leaf: OpaquePointer, key: OpaquePointer)? {
+    static func parse(leafDER: [UInt8], keyDER: [UInt8], keyType: String, keys: SharedPrivateKeys) -> (leaf: OpaquePointer, key: OpaquePointer)? {
         let type: Int32
         switch keyType {
         case "EC": type = aasa_evp_pkey_ec()
@@ -69,9 +69,11 @@ enum LeafWithKey {
         // The fingerprint that cannot be computed leaves an error on the queue: taken back at the end.
         ERR_set_mark()
         defer { ERR_pop_to_mark() }
-        guard let key = keyDER.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
-            var p = buffer.baseAddress
-            return aasa_d2i_builtin_private_key(type, &p, buffer.count)
+        guard let key = keys.key(keyDER, parse: { der in
+            der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+                var p = buffer.baseAddress
+                return aasa_d2i_builtin_private_key(type, &p, buffer.count)
+            }
         }) else { return nil }
         // Given to d2i_X509 to fill, so that its library context is the one used; on failure
         // d2i_X509 frees it and sets it to nil.

@@ -20,7 +20,7 @@ final class TLSKeyPair: @unchecked Sendable {
     init?(certificatesDER: [[UInt8]], keyDER: [UInt8], keyType: String, cache: TLSKeyPairCache) {
         guard let leafDER = certificatesDER.first else { return nil }
         let leaf: OpaquePointer, key: OpaquePointer
-        if let pair = LeafWithKey.parse(leafDER: leafDER, keyDER: keyDER, keyType: keyType) {
+        if let pair = LeafWithKey.parse(leafDER: leafDER, keyDER: keyDER, keyType: keyType, keys: cache.sharedKeys) {
             (leaf, key) = pair
         } else {
             guard let parsed = ChainCertificates.decode(leafDER) else { return nil }
