@@ -24,9 +24,9 @@ import COpenSSL
 /// - `X509_set_pubkey` replaces the certificate's key but leaves its encoding as read (it does
 ///   not mark it modified, crypto/x509/x509_set.c), so `i2d_X509` still sends the file's bytes.
 ///   The key's own SubjectPublicKeyInfo is compared with the certificate's, byte for byte: a
-///   leaf it does not reproduce (the point compressed in one file and not the other, a curve
-///   given by its parameters) is parsed the usual way instead, so that OpenSSL's checks of the
-///   key (curve, point format) see what the client will.
+///   leaf it does not reproduce (for one, the point compressed in the certificate and not in
+///   the key file) is parsed the usual way instead, so that OpenSSL's checks of the key
+///   (curve, point format) see what the client will.
 /// - The certificate keeps the "null" context: OpenSSL cannot compute its SHA-1 fingerprint
 ///   with it (`EXFLAG_NO_FINGERPRINT`; `X509_cmp` then compares encodings) nor verify a
 ///   signature. Its extensions are cached here, with the failed fingerprint's error taken back
@@ -35,7 +35,8 @@ import COpenSSL
 ///   leaf sent without a chain, OpenSSL looks for one in the context's store
 ///   (ssl/ssl_cert.c, `ssl_add_cert_chain`), which is empty, and sends the leaf alone.
 /// - The first signature with the key exports it to the default provider, once per key
-///   object (`evp_pkey_export_to_provider`, about 0.23 M instructions for P-256).
+///   object (`evp_pkey_export_to_provider`, about 0.23 M instructions for P-256); certificates
+///   that share a key share that object (``SharedPrivateKeys``).
 ///
 /// EC and RSA keys only, the two that certificate authorities issue for web servers; any
 /// other key goes the usual way.
