@@ -335,7 +335,8 @@ bench: deps
 # and warm TLS connection beside nginx serving the same sites. Not part of `make test`.
 # BENCH_SITES_COUNTS="1000 10000 100000" for the largest (generating 100 000 certificates takes
 # a few minutes, once: they are kept in /tmp/aasa-bench-sites); BENCH_SITES_TLS and
-# BENCH_SITES_TLS_ROUNDS for the connections a round and the rounds (2000, 2; 0 rounds: no nginx).
+# BENCH_SITES_TLS_ROUNDS for the connections a round and the rounds (2000, 2; 0 rounds: no nginx);
+# BENCH_SITES_KEYS=site for a key per site (the data sets share one key by default).
 BENCH_SITES_PACKAGES := python3 python3-cryptography nginx
 BENCH_SITES_COUNTS   ?= 1000 10000
 bench-sites: deps

@@ -18,6 +18,10 @@ recently) and to one site again and again (warm), for aasa and nginx in turns, B
 connections a round (default 2000, from 2 client processes), BENCH_SITES_TLS_ROUNDS rounds
 (default 2; 0 skips the comparison); and nginx's time to ready with N certificates. Prints a second table.
 
+BENCH_SITES_KEYS=site gives each site a key of its own (default "shared": one key for all,
+quicker to make; aasa then parses that key once while it is in use, see docs/performance.md,
+"Cold handshakes"), in a data set of its own ($BENCH_SITES_CACHE/N-site-keys).
+
 BENCH_SITES_SHAPE picks the data set's shape:
 - "self" (the default): each certificate self-signed, the file holding the leaf alone;
 - "ca": what a platform's volume looks like (issue 38's outside data set, and more): each leaf
@@ -35,6 +39,7 @@ AASA = os.environ.get("AASA_BIN", os.path.join(ROOT, ".build", "release", "aasa"
 COUNTS = [int(n) for n in os.environ.get("BENCH_SITES_COUNTS", "1000 10000").split()]
 CACHE = os.environ.get("BENCH_SITES_CACHE", "/tmp/aasa-bench-sites")
 SHAPE = os.environ.get("BENCH_SITES_SHAPE", "self")
+KEYS = os.environ.get("BENCH_SITES_KEYS", "shared")
 # The sites the "ca" shape makes faulty: invalid files, then no certificate (never edited or sampled).
 INVALID = range(10, 13)
 UNCOVERED = range(13, 25)
@@ -58,7 +63,7 @@ def body(i, marker="v1"):
 
 def generate(n):
     """config/ and certs/ for n sites, made once and kept."""
-    root = os.path.join(CACHE, str(n) if SHAPE == "self" else f"{SHAPE}-{n}")
+    root = os.path.join(CACHE, (str(n) if SHAPE == "self" else f"{SHAPE}-{n}") + ("-site-keys" if KEYS == "site" else ""))
     done = os.path.join(root, ".complete")
     if os.path.exists(done):
         return root
@@ -95,6 +100,9 @@ def generate(n):
             f.write(body(i) if not (SHAPE == "ca" and i in INVALID) else body(i).replace('"appIDs"', '"appIds"'))
         if SHAPE == "ca" and i in UNCOVERED:
             continue
+        if KEYS == "site":
+            key = ec.generate_private_key(ec.SECP256R1())
+            key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         builder = (x509.CertificateBuilder().subject_name(subject).public_key(key.public_key())
                    .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
@@ -441,7 +449,7 @@ def main():
         for row in tls:
             print(f"| {row['sites']} | " + " | ".join(fmt.format(row[key]) for key, _, fmt in TLS_COLUMNS) + " |")
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", "sites.json" if SHAPE == "self" else f"sites-{SHAPE}.json"), "w") as f:
+    with open(os.path.join(ROOT, "bench", "results", ("sites" if SHAPE == "self" else f"sites-{SHAPE}") + ("-site-keys" if KEYS == "site" else "") + ".json"), "w") as f:
         json.dump(rows, f, indent=1)
 
 

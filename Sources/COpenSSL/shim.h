@@ -12,6 +12,9 @@
 #include <openssl/cms.h>
 #include <openssl/rand.h>
 #include <openssl/decoder.h>
+#include <openssl/provider.h>
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
 
 static inline long aasa_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_min_proto_version(ctx, v); }
 static inline long aasa_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return SSL_CTX_set_max_proto_version(ctx, v); }
@@ -80,6 +83,33 @@ static inline int aasa_x509_chain_push(STACK_OF(X509) *chain, X509 *x) { return 
 static inline void aasa_x509_chain_free(STACK_OF(X509) *chain) { sk_X509_pop_free(chain, X509_free); }
 // What a private key's decoder makes: the key pair (a macro of other macros).
 static inline int aasa_evp_pkey_keypair(void) { return EVP_PKEY_KEYPAIR; }
+// The key types whose private keys OpenSSL 3.0 still reads without a provider (macros of NIDs).
+static inline int aasa_evp_pkey_ec(void) { return EVP_PKEY_EC; }
+static inline int aasa_evp_pkey_rsa(void) { return EVP_PKEY_RSA; }
+// An EC (SEC 1) or RSA (PKCS #1) private key in DER read by OpenSSL's built-in code, not a
+// provider's: what d2i_PrivateKey_ex falls back to after its decoders have found nothing
+// (crypto/asn1/d2i_pr.c, d2i_PrivateKey_legacy, through old_priv_decode), without asking
+// them first. Asking them cost 70 k instructions a key in a library context without decoders,
+// most of it formatting the four errors they raise. d2i_ECPrivateKey and d2i_RSAPrivateKey
+// are deprecated in OpenSSL 3.0 (not removed): the project's one deprecated use, kept here.
+static inline EVP_PKEY *aasa_d2i_builtin_private_key(int type, const unsigned char **in, long length) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    EVP_PKEY *key = EVP_PKEY_new();
+    if (key == NULL) return NULL;
+    if (type == EVP_PKEY_EC) {
+        EC_KEY *ec = d2i_ECPrivateKey(NULL, in, length);
+        if (ec != NULL && EVP_PKEY_assign(key, EVP_PKEY_EC, ec) == 1) return key;
+        EC_KEY_free(ec);
+    } else if (type == EVP_PKEY_RSA) {
+        RSA *rsa = d2i_RSAPrivateKey(NULL, in, length);
+        if (rsa != NULL && EVP_PKEY_assign(key, EVP_PKEY_RSA, rsa) == 1) return key;
+        RSA_free(rsa);
+    }
+#pragma GCC diagnostic pop
+    EVP_PKEY_free(key);
+    return NULL;
+}
 
 // Key and certificate making (development CA).
 static inline EVP_PKEY *aasa_EVP_EC_gen_p256(void) { return EVP_EC_gen("P-256"); }

@@ -4,7 +4,8 @@ import COpenSSL
 /// and handed to each handshake that serves it (`SSL_use_cert_and_key`, which takes its own
 /// references: a connection keeps serving a pair this object no longer holds). About 7 KB for
 /// a P-256 leaf and key, where the `SSL_CTX` each certificate had before was tens of KB and
-/// three times the parse (docs/performance.md, "Cold handshakes").
+/// three times the parse (docs/performance.md, "Cold handshakes"). EC and RSA pairs are parsed
+/// without OpenSSL decoding the leaf's public key (``LeafWithKey``).
 /// `@unchecked Sendable`: it owns OpenSSL objects that are only read once made.
 final class TLSKeyPair: @unchecked Sendable {
     /// `X509 *`, owned.
@@ -17,10 +18,17 @@ final class TLSKeyPair: @unchecked Sendable {
     /// Nil when OpenSSL does not read what the certificate's load already read once (memory
     /// exhausted): the handshake then fails, as a context that could not be made did.
     init?(certificatesDER: [[UInt8]], keyDER: [UInt8], keyType: String, cache: TLSKeyPairCache) {
-        guard let leaf = certificatesDER.first.flatMap(ChainCertificates.decode) else { return nil }
-        guard let key = cache.decoders.decode(keyDER, type: keyType) else {
-            X509_free(leaf)
-            return nil
+        guard let leafDER = certificatesDER.first else { return nil }
+        let leaf: OpaquePointer, key: OpaquePointer
+        if let pair = LeafWithKey.parse(leafDER: leafDER, keyDER: keyDER, keyType: keyType, keys: cache.sharedKeys) {
+            (leaf, key) = pair
+        } else {
+            guard let parsed = ChainCertificates.decode(leafDER) else { return nil }
+            guard let decoded = cache.decoders.decode(keyDER, type: keyType) else {
+                X509_free(parsed)
+                return nil
+            }
+            (leaf, key) = (parsed, decoded)
         }
         var chain: OpaquePointer?
         if certificatesDER.count > 1 {

@@ -1,12 +1,14 @@
 /// The key pairs one server parsed on first use, at most ``capacity`` at once (oldest parsed,
 /// first freed): memory for parsed certificates follows the certificates in use, not those that
-/// exist. Also holds what the parses share: the private-key decoders and the chain certificates.
+/// exist. Also holds what the parses share: the private-key decoders, the chain certificates
+/// and the private keys several certificates use.
 final package class TLSKeyPairCache: Sendable {
     /// 2 048 pairs of a P-256 leaf and key are some 14 MB.
     static package let defaultCapacity = 2048
     package let capacity: Int
     let decoders = PrivateKeyDecoders()
     let chainCertificates = ChainCertificates()
+    let sharedKeys = SharedPrivateKeys()
 
     private let order = Locked<[TLSCertificate]>([])
 
