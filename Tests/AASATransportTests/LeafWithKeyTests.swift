@@ -68,6 +68,51 @@ struct LeafWithKeyTests {
         }
     }
 
+    /// The key's PEM forms a load reads with a kept decoder (``KeyReader``): PKCS #8, and the
+    /// traditional SEC 1 and PKCS #1 that `openssl pkey -traditional` writes; each loads, is
+    /// parsed the cold handshake's way and verifies; a key of another certificate is refused.
+    @Test(arguments: [["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"], ["-newkey", "rsa:2048"]])
+    func aKeyInEachUsualFormLoadsAndIsServed(keyArguments: [String]) throws {
+        let directory = try OpenSSLTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let files = try selfSigned("forms.example.org", in: directory, keyArguments: keyArguments)
+        let converted = try OpenSSLTool.run(["pkey", "-in", files.key, "-traditional", "-out", "traditional.key"], in: directory)
+        #expect(converted.status == 0, "\(converted.output)")
+        let traditional = try #require(TLSCertificate.readFile(directory + "/traditional.key"))
+        let label = keyArguments[1] == "ec" ? "EC PRIVATE KEY" : "RSA PRIVATE KEY"
+        #expect(PEMBlocks.decode(traditional, label: label).count == 1)
+        let settings = TLSServerSettings(offersHTTP2: false)
+        for key in [files.key, directory + "/traditional.key"] {
+            let certificate = try TLSCertificate(name: "forms", certificatePath: files.certificate, keyPath: key)
+            let pair = try #require(certificate.keyPair(settings.keyPairs))
+            #expect(X509_check_private_key(pair.leaf, pair.key) == 1)
+            let (der, verified, _) = try served(certificate, serverName: "forms.example.org", caFile: files.certificate, settings: settings)
+            #expect(der == (try fileDER(files.certificate)))
+            #expect(verified)
+        }
+        let other = try selfSigned("other.example.org", in: directory, keyArguments: keyArguments)
+        #expect(throws: TLSError.self) { try TLSCertificate(name: "mixed", certificatePath: files.certificate, keyPath: other.key) }
+    }
+
+    @Test func aPKCS8KeysTypeIsReadFromItsAlgorithmAndAnyTruncationIsNone() throws {
+        let directory = try OpenSSLTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var ders: [String: [UInt8]] = [:]
+        for (type, arguments) in [("EC", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]), ("RSA", ["-newkey", "rsa:2048"]),
+                                  ("ED25519", ["-newkey", "ed25519"])] {
+            let files = try selfSigned("\(type.lowercased()).example.org", in: directory, keyArguments: arguments)
+            ders[type] = try #require(PEMBlocks.decode(try #require(TLSCertificate.readFile(files.key)), label: "PRIVATE KEY").first)
+        }
+        #expect(KeyReader.pkcs8Type(try #require(ders["EC"])) == "EC")
+        #expect(KeyReader.pkcs8Type(try #require(ders["RSA"])) == "RSA")
+        #expect(KeyReader.pkcs8Type(try #require(ders["ED25519"])) == nil)
+        // Cut anywhere, a key names no type (the outer length no longer holds), and nothing is
+        // read past its end.
+        let ec = try #require(ders["EC"])
+        for count in 0..<ec.count { #expect(KeyReader.pkcs8Type(Array(ec[0..<count])) == nil, "\(count) bytes") }
+        #expect(KeyReader.pkcs8Type([0x30, 0x84, 0xFF, 0xFF, 0xFF, 0xFF]) == nil)
+    }
+
     @Test func aCASignedLeafIsParsedThisWayAndVerifiesWithItsChain() throws {
         let directory = try OpenSSLTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -172,7 +172,7 @@ final package class KeyReader: @unchecked Sendable {
     package func read(_ path: String) throws(TLSError) -> Key {
         guard let pem = TLSCertificate.readFile(path) else { throw TLSError("loading private key \(path)") }
         if let key = keys.withLock({ $0[PEMKey(bytes: pem)] }) { return key }
-        let decoded = pem.withUnsafeBytes { raw -> OpaquePointer? in
+        let decoded = decodeUsualForm(pem) ?? pem.withUnsafeBytes { raw -> OpaquePointer? in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
@@ -196,16 +196,66 @@ final package class KeyReader: @unchecked Sendable {
     /// Keys that did not fit in the table, freed with the reader.
     private let orphans = Locked<[OpaquePointer]>([])
 
-    /// DER through OpenSSL's two-call i2d convention.
-    static package func encode(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8]? {
-        let n = i2d(nil)
-        guard n > 0 else { return nil }
-        var der = [UInt8](repeating: 0, count: Int(n))
-        der.withUnsafeMutableBufferPointer { buffer in
-            var p = buffer.baseAddress
-            _ = i2d(&p)
+    /// Decoders kept for the load: with a key per certificate (as ACME issues them), reading each
+    /// through `PEM_read_bio_PrivateKey` made OpenSSL 3.0 walk every decoder of every provider
+    /// for each, 13 s of a 10 000-site start (docs/performance.md, "Cold handshakes").
+    private let decoders = PrivateKeyDecoders()
+
+    /// An unencrypted EC or RSA key in PEM as certbot, cert-manager and `openssl genpkey` write
+    /// them (PKCS #8 `PRIVATE KEY`, SEC 1 `EC PRIVATE KEY`, PKCS #1 `RSA PRIVATE KEY`), read by a
+    /// decoder kept for its type; nil for anything else, which OpenSSL's PEM reader decides.
+    private func decodeUsualForm(_ pem: [UInt8]) -> OpaquePointer? {
+        for (label, type) in [("PRIVATE KEY", ""), ("EC PRIVATE KEY", "EC"), ("RSA PRIVATE KEY", "RSA")] {
+            let blocks = PEMBlocks.decode(pem, label: label)
+            guard !blocks.isEmpty else { continue }
+            guard blocks.count == 1, let type = type.isEmpty ? KeyReader.pkcs8Type(blocks[0]) : type else { return nil }
+            return decoders.decode(blocks[0], type: type)
         }
-        return der
+        return nil
+    }
+
+    /// The key type a PKCS #8 PrivateKeyInfo names (RFC 5208 §5: version, then the algorithm's
+    /// identifier): `EC` for id-ecPublicKey (RFC 5480), `RSA` for rsaEncryption (RFC 8017), else nil.
+    static func pkcs8Type(_ der: [UInt8]) -> String? {
+        var at = 0
+        /// The start of the contents of the element at `at` with `tag`, its length; nil if it is not one.
+        func enter(_ tag: UInt8) -> (start: Int, length: Int)? {
+            guard at + 2 <= der.count, der[at] == tag else { return nil }
+            var length = Int(der[at + 1])
+            var start = at + 2
+            if length & 0x80 != 0 {
+                let bytes = length & 0x7F
+                guard bytes >= 1, bytes <= 3, start + bytes <= der.count else { return nil }
+                length = der[start..<(start + bytes)].reduce(0) { $0 << 8 | Int($1) }
+                start += bytes
+            }
+            guard start + length <= der.count else { return nil }
+            return (start, length)
+        }
+        guard let outer = enter(0x30) else { return nil }
+        at = outer.start
+        guard let version = enter(0x02) else { return nil }
+        at = version.start + version.length
+        guard let algorithm = enter(0x30) else { return nil }
+        at = algorithm.start
+        guard let oid = enter(0x06) else { return nil }
+        let bytes = der[oid.start..<(oid.start + oid.length)]
+        if bytes.elementsEqual([0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]) { return "EC" }
+        if bytes.elementsEqual([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]) { return "RSA" }
+        return nil
+    }
+
+    /// DER from one of OpenSSL's i2d functions.
+    static package func encode(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8]? {
+        // One call, OpenSSL allocating the output (i2d_X509(3): `*ppout` NULL): asked for the
+        // length first, OpenSSL 3.0 encodes a provider's key twice, each time through an encoder
+        // context made for it.
+        var out: UnsafeMutablePointer<UInt8>?
+        let n = i2d(&out)
+        guard let out else { return nil }
+        defer { CRYPTO_free(out, #fileID, #line) }
+        guard n > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: out, count: Int(n)))
     }
 }
 
