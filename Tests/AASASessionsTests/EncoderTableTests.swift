@@ -1,5 +1,4 @@
 import AASAHTTP
-import CNghttp2
 import TestRandom
 import Testing
 @testable import AASASessions
@@ -9,38 +8,15 @@ import Testing
 /// head's fields and the date, whatever heads, dates and SETTINGS_HEADER_TABLE_SIZE values come
 /// in between, and a head sent again costs an index a field.
 @Suite struct EncoderTableTests {
-    /// libnghttp2's inflater over one connection's blocks.
+    /// libnghttp2's inflater over one connection's blocks, each block's fields as `name: value`.
     private final class Inflater {
-        private var inflater: OpaquePointer?
-        init() { precondition(nghttp2_hd_inflate_new(&inflater) == 0) }
-        deinit { nghttp2_hd_inflate_del(inflater) }
+        private let inflater = HPACKInflater()
 
         /// The client's SETTINGS_HEADER_TABLE_SIZE, acknowledged by the server.
-        func changeTableSize(_ size: Int) { precondition(nghttp2_hd_inflate_change_table_size(inflater, size) == 0) }
+        func changeTableSize(_ size: Int) { inflater.changeTableSize(size) }
 
-        /// The fields of one block; nil when libnghttp2 refuses it.
         func inflate(_ block: ArraySlice<UInt8>) -> [String]? {
-            let block = Array(block)
-            var fields: [String] = []
-            var at = 0
-            for _ in 0...block.count {
-                var nv = nghttp2_nv()
-                var flags: Int32 = 0
-                let n = block.withUnsafeBufferPointer {
-                    nghttp2_hd_inflate_hd2(inflater, &nv, &flags, $0.baseAddress! + at, $0.count - at, 1)
-                }
-                if n < 0 { return nil }
-                at += n
-                if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
-                    fields.append(String(decoding: UnsafeBufferPointer(start: nv.name, count: nv.namelen), as: UTF8.self) + ": "
-                                  + String(decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self))
-                }
-                if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
-                    nghttp2_hd_inflate_end_headers(inflater)
-                    return fields
-                }
-            }
-            return nil
+            inflater.fields(Array(block))?.map { $0.name + ": " + $0.value }
         }
     }
 

@@ -21,26 +21,7 @@ import Testing
 
     /// libnghttp2's inflater on a block, as the first of a connection; nil when it refuses it.
     private static func inflate(_ block: [UInt8]) -> [(String, String)]? {
-        var inflater: OpaquePointer?
-        precondition(nghttp2_hd_inflate_new(&inflater) == 0)
-        defer { nghttp2_hd_inflate_del(inflater) }
-        var fields: [(String, String)] = []
-        var at = 0
-        for _ in 0...block.count {
-            var nv = nghttp2_nv()
-            var flags: Int32 = 0
-            let n = block.withUnsafeBufferPointer {
-                nghttp2_hd_inflate_hd2(inflater, &nv, &flags, $0.baseAddress! + at, $0.count - at, 1)
-            }
-            if n < 0 { return nil }
-            at += n
-            if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
-                fields.append((String(decoding: UnsafeBufferPointer(start: nv.name, count: nv.namelen), as: UTF8.self),
-                               String(decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self)))
-            }
-            if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 { return fields }
-        }
-        return nil
+        HPACKInflater().fields(block)?.map { ($0.name, $0.value) }
     }
 
     /// libnghttp2's encoder over one connection's blocks.

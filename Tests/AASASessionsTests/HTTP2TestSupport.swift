@@ -274,3 +274,37 @@ final class H2Client {
     func status(_ stream: Int32) -> String? { fields[stream]?.first { $0.name == ":status" }?.value }
     func field(_ name: String, _ stream: Int32) -> String? { fields[stream]?.first { $0.name == name }?.value }
 }
+
+/// libnghttp2's HPACK inflater (the reference decoder), kept over one connection's blocks.
+final class HPACKInflater {
+    private var inflater: OpaquePointer?
+    init() { precondition(nghttp2_hd_inflate_new(&inflater) == 0) }
+    deinit { nghttp2_hd_inflate_del(inflater) }
+
+    /// The decoder's SETTINGS_HEADER_TABLE_SIZE changed (acknowledged by its peer).
+    func changeTableSize(_ size: Int) { precondition(nghttp2_hd_inflate_change_table_size(inflater, size) == 0) }
+
+    /// The fields of one whole block, in order; nil when libnghttp2 refuses it.
+    func fields(_ block: [UInt8]) -> [(name: String, value: String)]? {
+        var fields: [(name: String, value: String)] = []
+        var at = 0
+        for _ in 0...block.count {
+            var nv = nghttp2_nv()
+            var flags: Int32 = 0
+            let n = block.withUnsafeBufferPointer {
+                nghttp2_hd_inflate_hd2(inflater, &nv, &flags, $0.baseAddress.map { $0 + at }, $0.count - at, 1)
+            }
+            if n < 0 { return nil }
+            at += n
+            if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
+                fields.append((String(decoding: UnsafeBufferPointer(start: nv.name, count: nv.namelen), as: UTF8.self),
+                               String(decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self)))
+            }
+            if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
+                nghttp2_hd_inflate_end_headers(inflater)
+                return fields
+            }
+        }
+        return nil
+    }
+}
