@@ -103,7 +103,7 @@ extension SiteCommand {
     /// usage: the caller learned nothing the server decided.
     static func unreachable(_ command: String, _ client: AdminClient, _ error: HTTPClientError) -> ExitCode {
         let what = error.phase == .response && !error.isTimeout ? "no complete answer from" : "cannot reach"
-        FileHandleOutput.standardError.write("aasa site \(command): \(what) the admin listener at \(client.base): \(error.message.escapingControlCharacters)\n")
+        FileHandleOutput.standardError.write("aasa \(command): \(what) the admin listener at \(client.base): \(error.message.escapingControlCharacters)\n")
         return ExitCode(2)
     }
 
@@ -119,7 +119,7 @@ extension SiteCommand {
         if response.status == 401, !sentToken {
             message += " (no token was sent: give --token-file FILE or set AASA_TOKEN_FILE)"
         }
-        FileHandleOutput.standardError.write("aasa site \(command): \(message.escapingControlCharacters)\n")
+        FileHandleOutput.standardError.write("aasa \(command): \(message.escapingControlCharacters)\n")
         return ExitCode(1)
     }
 
@@ -210,7 +210,7 @@ extension SiteCommand {
             let (client, sentToken) = try options.client(authorized: true)
 
             let response: HTTPResponse
-            do throws(HTTPClientError) { response = try client.put(site, kind, body: body, ifMatch: ifMatch) } catch { throw SiteCommand.unreachable("put", client, error) }
+            do throws(HTTPClientError) { response = try client.put(site, kind, body: body, ifMatch: ifMatch) } catch { throw SiteCommand.unreachable("site put", client, error) }
             switch response.status {
             case 200, 201:
                 let version = AdminAnswer.version(response.body) ?? response["ETag"].map { $0.trimmingQuotes } ?? "unknown"
@@ -218,7 +218,7 @@ extension SiteCommand {
                 FileHandleOutput.standardOutput.write("\(subject): \(response.status) \(what), version \(version)\n".escapingControlCharacters(keepingFinalNewline: true))
             case 422:
                 guard let findings = AdminAnswer.findings(response.body) else {
-                    throw SiteCommand.refused("put", subject, response, sentToken: sentToken)
+                    throw SiteCommand.refused("site put", subject, response, sentToken: sentToken)
                 }
                 let label = fromStandardInput ? subject : source!
                 var text = ""
@@ -231,7 +231,7 @@ extension SiteCommand {
                 FileHandleOutput.standardError.write("aasa site put: \(subject): the server refused the file (422); nothing was stored\n")
                 throw ExitCode(1)
             default:
-                throw SiteCommand.refused("put", subject, response, sentToken: sentToken)
+                throw SiteCommand.refused("site put", subject, response, sentToken: sentToken)
             }
         }
     }
@@ -255,8 +255,8 @@ extension SiteCommand {
             let kind = try file.map(SiteCommand.file) ?? .aasa
             let (client, sentToken) = try options.client(authorized: true)
             let response: HTTPResponse
-            do throws(HTTPClientError) { response = try client.get(site, kind) } catch { throw SiteCommand.unreachable("get", client, error) }
-            guard response.status == 200 else { throw SiteCommand.refused("get", "\(site)/\(kind.fileName)", response, sentToken: sentToken) }
+            do throws(HTTPClientError) { response = try client.get(site, kind) } catch { throw SiteCommand.unreachable("site get", client, error) }
+            guard response.status == 200 else { throw SiteCommand.refused("site get", "\(site)/\(kind.fileName)", response, sentToken: sentToken) }
             FileHandleOutput.standardOutput.write(response.body)
         }
     }
@@ -286,8 +286,8 @@ extension SiteCommand {
             let (client, sentToken) = try options.client(authorized: true)
             let subject = kind.map { "\(site)/\($0.fileName)" } ?? "\(site)"
             let response: HTTPResponse
-            do throws(HTTPClientError) { response = try client.delete(site, kind, ifMatch: ifMatch) } catch { throw SiteCommand.unreachable("rm", client, error) }
-            guard (200..<300).contains(response.status) else { throw SiteCommand.refused("rm", subject, response, sentToken: sentToken) }
+            do throws(HTTPClientError) { response = try client.delete(site, kind, ifMatch: ifMatch) } catch { throw SiteCommand.unreachable("site rm", client, error) }
+            guard (200..<300).contains(response.status) else { throw SiteCommand.refused("site rm", subject, response, sentToken: sentToken) }
             FileHandleOutput.standardOutput.write("\(subject): \(response.status) deleted\(kind == nil ? " (the site and all its files)" : "")\n")
         }
     }
@@ -318,8 +318,8 @@ extension SiteCommand {
             var bound: Int?
             while true {
                 let response: HTTPResponse
-                do throws(HTTPClientError) { response = try client.status(after: after, state: state) } catch { throw SiteCommand.unreachable("ls", client, error) }
-                guard response.status == 200 else { throw SiteCommand.refused("ls", "/status", response, sentToken: false) }
+                do throws(HTTPClientError) { response = try client.status(after: after, state: state) } catch { throw SiteCommand.unreachable("site ls", client, error) }
+                guard response.status == 200 else { throw SiteCommand.refused("site ls", "/status", response, sentToken: false) }
                 guard let page = AdminAnswer.statusPage(response.body) else {
                     FileHandleOutput.standardError.write("aasa site ls: \(client.base) answered /status with something other than its JSON\n")
                     throw ExitCode(1)

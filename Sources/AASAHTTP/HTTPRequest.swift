@@ -71,6 +71,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public var isOwnCheck: Bool
     /// The body, for a session that keeps bodies (the admin listener); empty otherwise.
     public var body: [UInt8]
+    /// An HTTP/1.1 request with `Expect: 100-continue`: the client waits for `100 Continue`
+    /// (or the final answer) before it sends its body (RFC 9110 §10.1.1).
+    public var expectsContinue: Bool
 
     /// A request to be filled in by ``RequestParser/parse(_:into:)``: `GET /`, no fields.
     public init() {
@@ -89,6 +92,7 @@ public struct HTTPRequest: Sendable, Equatable {
         ifMatch = nil
         isOwnCheck = false
         body = []
+        expectsContinue = false
     }
 
     public init(method: HTTPMethod, target: String, path: String, host: String?, version: HTTPVersion,
@@ -110,5 +114,6 @@ public struct HTTPRequest: Sendable, Equatable {
         self.ifMatch = ifMatch
         self.isOwnCheck = isOwnCheck
         self.body = []
+        self.expectsContinue = false
     }
 }

@@ -12,6 +12,8 @@ package enum KnownField {
     case host, contentLength, transferEncoding, connection, ifNoneMatch, ifModifiedSince, ifMatch, userAgent, authorization
     /// ``RequestParser/ownCheckField``.
     case ownCheck
+    /// `Expect: 100-continue`, read by the admin listener (HTTP/1.1 only).
+    case expect
 
     /// An HTTP/1.1 field name, in any case. Any bytes of a line may be given: a match is made of
     /// token characters (see ``isName``).
@@ -19,6 +21,7 @@ package enum KnownField {
         let p = UnsafeRawPointer(name.base.baseAddress! + name.startIndex)
         switch name.count {
         case 4: return isName(p, "host") ? .host : nil
+        case 6: return isName(p, "expect") ? .expect : nil
         case 8: return isName(p, "if-match") ? .ifMatch : nil
         case 10:
             if isName(p, "connection") { return .connection }

@@ -220,6 +220,7 @@ public struct RequestParser: Sendable {
         var authorization: String?
         var ifMatch: String?
         var isOwnCheck = false
+        var expectsContinue = false
 
         var p = lineEnd + 2
         let end = headEnd - 2
@@ -297,7 +298,12 @@ public struct RequestParser: Sendable {
                 lastUserAgent.remember(valueBytes, as: ua)
                 userAgent = ua
             case .authorization:
+                // Two credentials: which one counts would be a guess (RFC 9110 §11.6.2 has one).
+                guard authorization == nil else { return .error(HTTPError(.badRequest, "more than one Authorization field")) }
                 authorization = String(decoding: valueBytes, as: UTF8.self)
+            case .expect:
+                // RFC 9110 §10.1.1: the only expectation there is; anything else is ignored.
+                if RequestParser.equalsIgnoringCase(valueBytes, "100-continue") { expectsContinue = true }
             case .ifMatch:
                 ifMatch = String(decoding: valueBytes, as: UTF8.self)
             case .ownCheck:
@@ -340,6 +346,7 @@ public struct RequestParser: Sendable {
         request.authorization = authorization
         request.ifMatch = ifMatch
         request.isOwnCheck = isOwnCheck
+        request.expectsContinue = expectsContinue && version == .http11
         if !request.body.isEmpty { request.body = [] }
         return .complete(headLength: headEnd)
     }

@@ -35,7 +35,8 @@ package enum DomainList {
         var problems: [Problem] = []
         var firstLine: [String: Int] = [:]
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // A Swift `Character` holds CRLF whole: both line ends are named.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }

@@ -171,7 +171,9 @@ struct ServeCommand: ParsableCommand {
         }
         if let file = c.apiTokenFile {
             guard c.admin != nil else { throw ValidationError("--admin-token-file needs the admin listener (--admin ADDR:PORT, not off)") }
-            guard access(file, R_OK) == 0 else { throw ValidationError("\(named(adminTokenFile, .adminTokenFile)): cannot read \(file)") }
+            if let problem = ServeCommand.tokenFileProblem(file) {
+                throw ValidationError("\(named(adminTokenFile, .adminTokenFile)): \(file): \(problem)")
+            }
         }
 
         c.workers = try number(workers, .workers, env) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
@@ -278,5 +280,19 @@ struct ServeCommand: ParsableCommand {
         try list.map { text in
             do { return try SocketAddress(parsing: text) } catch { throw ValidationError("\(flag): \(error)") }
         }
+    }
+
+    /// Why a token file cannot be used at start, or nil: it must be a regular file this process
+    /// can open (a folder, a device or an unreadable file would revoke every token at once).
+    static func tokenFileProblem(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return "cannot stat: \(String(cString: strerror(errno)))" }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            return st.st_mode & S_IFMT == S_IFDIR ? "is a directory, not a token file" : "is not a regular file"
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return "cannot open: \(String(cString: strerror(errno)))" }
+        close(fd)
+        return nil
     }
 }

@@ -22,6 +22,15 @@ final class RecordingDispatch: RequestDispatch {
         refusals.append(error)
         return .message(error.status, error.reason + "\n", request: nil)
     }
+
+    /// What ``wantsBody(of:)`` answers, and the requests it was asked about.
+    var wantsBodies = true
+    var askedForBody: [HTTPRequest] = []
+
+    func wantsBody(of request: HTTPRequest) -> Bool {
+        askedForBody.append(request)
+        return wantsBodies
+    }
 }
 
 /// A session with its dispatch, clock and output, fed as a connection would feed it.

@@ -93,6 +93,31 @@ public enum AdminAnswer {
         return StatusPage(total: integer(root["summary"]?["sites"]), sites: entries, next: root["next"]?.stringValue)
     }
 
+    /// A certificate as `/status` and `GET /certificates/NAME` describe it.
+    public struct CertificateEntry: Sendable {
+        public var name: String
+        public var dnsNames: [String]
+        public var notAfter: String
+        public var source: String?
+    }
+
+    /// One page of `/status`'s certificates and the name to continue after; nil when the body
+    /// is not that JSON.
+    public static func certificatePage(_ body: [UInt8]) -> (certificates: [CertificateEntry], next: String?)? {
+        guard let root = json(body), let list = root["certificates"]?.arrayValue else { return nil }
+        let entries = list.compactMap(certificate)
+        return (entries, root["certificatesNext"]?.stringValue)
+    }
+
+    public static func certificate(_ value: JSONValue) -> CertificateEntry? {
+        guard let name = value["name"]?.stringValue else { return nil }
+        let names = (value["dnsNames"]?.arrayValue ?? []).prefix(1000).compactMap(\.stringValue)
+        return CertificateEntry(name: name, dnsNames: names, notAfter: value["notAfter"]?.stringValue ?? "unknown",
+                                source: value["source"]?.stringValue)
+    }
+
+    public static func certificate(_ body: [UInt8]) -> CertificateEntry? { json(body).flatMap(certificate) }
+
     /// A JSON number that is a whole number of at most 9 digits (a line, a column, a count), else nil.
     static func integer(_ value: JSONValue?) -> Int? {
         guard case .number(let text)? = value?.kind, text.utf8.count <= 9 else { return nil }

@@ -62,6 +62,39 @@ public struct AdminClient: Sendable {
         return try send("DELETE", AdminClient.sitePath(site, file), headers: headers, authorized: true)
     }
 
+    /// `/certificates/NAME`.
+    public static func certificatePath(_ name: String) -> String { "/certificates/" + name }
+
+    /// `PUT /certificates/NAME` with `{"certificate": CHAIN, "key": KEY}`.
+    public func putCertificate(_ name: String, chain: String, key: String, ifMatch: String? = nil) throws(HTTPClientError) -> HTTPResponse {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("certificate"); w.value(chain)
+        w.key("key"); w.value(key)
+        w.endObject()
+        var headers = [(name: "Content-Type", value: "application/json")]
+        if let ifMatch { headers.append((name: "If-Match", value: ifMatch)) }
+        return try send("PUT", AdminClient.certificatePath(name), headers: headers, body: Array(w.output.utf8), authorized: true)
+    }
+
+    /// `GET /certificates/NAME`: its names, expiry and chain (never the key).
+    public func getCertificate(_ name: String) throws(HTTPClientError) -> HTTPResponse {
+        try send("GET", AdminClient.certificatePath(name), authorized: true)
+    }
+
+    /// `DELETE /certificates/NAME`.
+    public func deleteCertificate(_ name: String, ifMatch: String? = nil) throws(HTTPClientError) -> HTTPResponse {
+        let headers = ifMatch.map { [(name: "If-Match", value: $0)] } ?? []
+        return try send("DELETE", AdminClient.certificatePath(name), headers: headers, authorized: true)
+    }
+
+    /// One page of `/status`'s certificates, after the certificate named `after`.
+    public func certificates(after: String?, limit: Int = AdminClient.statusPageSize) throws(HTTPClientError) -> HTTPResponse {
+        var query = "limit=\(limit)&state=rejected"
+        if let after { query += "&certificatesAfter=" + AdminClient.queryValue(after) }
+        return try send("GET", "/status?" + query, authorized: false)
+    }
+
     /// One page of `/status`: at most `limit` sites after `after`, narrowed to `state` when given.
     public func status(after: String?, limit: Int = AdminClient.statusPageSize, state: String? = nil) throws(HTTPClientError) -> HTTPResponse {
         var query = "limit=\(limit)"

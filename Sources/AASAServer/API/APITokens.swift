@@ -1,3 +1,4 @@
+import AASAClient
 import AASATransport
 #if canImport(Glibc)
 import Glibc
@@ -27,44 +28,31 @@ final class APITokens: Sendable {
         refresh(force: true)
     }
 
-    /// Reads the file again when it changed (or always, with `force`: SIGHUP).
+    /// Reads the file again when it changed (or always, with `force`: SIGHUP). A file that is
+    /// missing, cannot be read or is not a regular file revokes every token until it can be
+    /// read again: a file replaced to revoke a token never leaves the old one working.
     func refresh(force: Bool = false) {
         let stamp = FileStamp(path: path)
         guard force || loaded.withLock({ $0.stamp != stamp }) else { return }
         let tokens: [Token]
         do {
             guard let bytes = try SnapshotBuilder.read(path)?.bytes else {
-                log.error("api: token file \(path) is missing; every API request is refused (401)")
+                log.error("api: token file \(path) is missing; every API request is refused (401) until it is back")
                 loaded.withLock { $0 = Loaded(stamp: stamp, tokens: []) }
                 return
             }
-            tokens = APITokens.parse(String(decoding: bytes, as: UTF8.self))
+            let (entries, problems) = TokenFile.parse(String(decoding: bytes, as: UTF8.self))
+            for problem in problems { log.error("api: token file \(path): \(problem); that line names no token") }
+            tokens = entries.map { Token(name: $0.name, secret: Array($0.token.utf8)) }
         } catch {
-            log.error("api: token file \(path): \(error.message); the tokens read before stay")
+            log.error("api: token file \(path): \(error.message); every API request is refused (401) until it can be read")
+            loaded.withLock { $0 = Loaded(stamp: stamp, tokens: []) }
             return
         }
         if tokens.isEmpty { log.warning("api: token file \(path) holds no token; every API request is refused (401)") }
         // Names only: a token never reaches the log.
         log.info("api: \(tokens.count) token\(tokens.count == 1 ? "" : "s") from \(path) (\(tokens.map(\.name).joined(separator: ", ")))")
         loaded.withLock { $0 = Loaded(stamp: stamp, tokens: tokens) }
-    }
-
-    static func parse(_ text: String) -> [Token] {
-        var tokens: [Token] = []
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var line = Substring(raw)
-            while let c = line.last, c == "\r" || c == " " || c == "\t" { line = line.dropLast() }
-            while let c = line.first, c == " " || c == "\t" { line = line.dropFirst() }
-            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            if let colon = line.firstIndex(of: ":") {
-                let name = line[..<colon], secret = line[line.index(after: colon)...]
-                guard !name.isEmpty, !secret.isEmpty else { continue }
-                tokens.append(Token(name: String(name), secret: Array(secret.utf8)))
-            } else {
-                tokens.append(Token(name: "token-\(i + 1)", secret: Array(line.utf8)))
-            }
-        }
-        return tokens
     }
 
     /// The name of the token an `Authorization` value carries, or nil. Every token is compared,

@@ -18,6 +18,11 @@ enum CertificateCheck {
             return .failure("certificate: no PEM certificate (-----BEGIN CERTIFICATE-----) in the chain")
         }
         guard key.contains("PRIVATE KEY-----") else { return .failure("key: no PEM private key") }
+        // A combined PEM (HAProxy's, certificate and key in one file) pasted as the chain: the
+        // chain is stored readable and given back by GET, so a key in it is never stored.
+        if let other = CertificateCheck.blockOtherThanCertificate(in: chain) {
+            return .failure("certificate: the chain holds a \(other) block; send certificates only in \"certificate\" and the private key in \"key\" (nothing was stored)")
+        }
         // The loader's own reading, from a private folder of its own that nothing else reads.
         var template = Array((TemporaryFolder.path + "/aasa-certificate-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { return .failure("cannot check the certificate: mkdtemp: \(String(cString: strerror(errno)))") }
@@ -48,6 +53,22 @@ enum CertificateCheck {
         if cert.isCA { return .failure("certificate: the leaf is a CA certificate (basicConstraints CA:TRUE), not a serving one") }
         if cert.dnsNames.isEmpty { return .failure("certificate: the leaf names no DNS host in its subjectAltName") }
         return .success(cert)
+    }
+
+    /// The label of the first PEM block in `chain` that is not a certificate (`PRIVATE KEY`,
+    /// `EC PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, ...), or nil when every block is one.
+    static func blockOtherThanCertificate(in chain: String) -> String? {
+        let begin = "-----BEGIN "
+        for line in chain.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+            var line = line
+            while let c = line.first, c == " " || c == "\t" { line = line.dropFirst() }
+            guard line.hasPrefix(begin) else { continue }
+            var label = line.dropFirst(begin.count)
+            while let c = label.last, c == " " || c == "\t" { label = label.dropLast() }
+            if label.hasSuffix("-----") { label = label.dropLast(5) }
+            if label != "CERTIFICATE" { return String(label.prefix(40)) }
+        }
+        return nil
     }
 }
 

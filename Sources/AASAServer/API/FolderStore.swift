@@ -26,9 +26,10 @@ struct FolderStore: SiteStore {
     func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R { try body() }
 
     /// `tls.crt` and `tls.key` in a folder named after the certificate: the layout of a
-    /// Kubernetes TLS Secret, which the loader reads (docs/serving.md, "Certificates").
-    static let chainFile = "tls.crt"
-    static let keyFile = "tls.key"
+    /// Kubernetes TLS Secret, which the loader reads (docs/serving.md, "Certificates"), replaced
+    /// as a pair (``CertificatePair``).
+    static let chainFile = CertificatePair.chainFile
+    static let keyFile = CertificatePair.keyFile
 
     private func folder(_ site: SiteName) -> String { configDirectory + "/" + site.description }
 
@@ -38,8 +39,14 @@ struct FolderStore: SiteStore {
 
     func putFile(_ site: SiteName, _ kind: AssociationFileKind, _ bytes: [UInt8]) throws(StoreError) -> ReloadScope {
         let folder = folder(site)
-        try FolderStore.makeFolder(folder, in: configDirectory, durable: durable)
-        try FolderStore.writeDurably(bytes, to: kind.fileName, in: folder, mode: 0o644, durable: durable)
+        let created = try FolderStore.makeFolder(folder, in: configDirectory, durable: durable)
+        do {
+            try FolderStore.writeDurably(bytes, to: kind.fileName, in: folder, mode: 0o644, durable: durable)
+        } catch {
+            // A new site whose first file could not be written leaves no empty folder behind.
+            if created { try? FolderStore.removeFolderIfEmpty(folder, in: configDirectory) }
+            throw error
+        }
         return ReloadScope(sites: [site.description])
     }
 
@@ -78,11 +85,19 @@ struct FolderStore: SiteStore {
             throw StoreError(message: "\(name)/fullchain.pem (certbot's layout) is in --certs and would be served instead; remove it first",
                              isConflict: true)
         }
-        try FolderStore.makeFolder(folder, in: certs, durable: durable)
-        // The key first: the loader reads the pair once the chain appears beside it, and a
-        // key that does not match the old chain fails that read only until the chain follows.
-        try FolderStore.writeDurably(Array(key.utf8), to: FolderStore.keyFile, in: folder, mode: 0o600, durable: durable)
-        try FolderStore.writeDurably(Array(chain.utf8), to: FolderStore.chainFile, in: folder, mode: 0o644, durable: durable)
+        // An operator's flat pair of the same name (`NAME.crt` or `NAME.pem` beside `NAME.key`)
+        // would give way to the folder (docs/serving.md, "Certificates"): refused, not shadowed.
+        for flat in [certs + "/" + name + ".crt", certs + "/" + name + ".pem"] where DirectoryListing.isFile(flat) {
+            throw StoreError(message: "\(name)\(flat.hasSuffix(".crt") ? ".crt" : ".pem") is in --certs, put there by hand; a certificate written as \(name) would replace it. Choose another name, or remove that file first",
+                             isConflict: true)
+        }
+        let created = try FolderStore.makeFolder(folder, in: certs, durable: durable)
+        do {
+            try CertificatePair.replace(in: folder, chain: Array(chain.utf8), key: Array(key.utf8), durable: durable)
+        } catch {
+            if created { try? FolderStore.removeFolderIfEmpty(folder, in: certs) }
+            throw error
+        }
         if isACME {
             do { try ACMEFolderStore.removeFiles(certsDirectory: certs, name: name) } catch { throw StoreError(message: error.description) }
         }
@@ -92,16 +107,14 @@ struct FolderStore: SiteStore {
     func deleteCertificate(_ name: String) throws(StoreError) -> ReloadScope? {
         guard let certs = certsDirectory else { return nil }
         let folder = certs + "/" + name
-        let chain = try FolderStore.remove(FolderStore.chainFile, in: folder)
-        let key = try FolderStore.remove(FolderStore.keyFile, in: folder)
-        guard chain || key else { return nil }
+        guard try CertificatePair.remove(in: folder) else { return nil }
         try FolderStore.removeFolderIfEmpty(folder, in: certs)
         return ReloadScope(certificates: [name])
     }
 
     // MARK: - Durable writes
 
-    private static func failure(_ what: String, _ error: Int32 = errno) -> StoreError {
+    static func failure(_ what: String, _ error: Int32 = errno) -> StoreError {
         StoreError(message: "\(what): \(String(cString: strerror(error)))", isFull: error == ENOSPC || error == EDQUOT)
     }
 
@@ -114,24 +127,28 @@ struct FolderStore: SiteStore {
     }
 
     /// `fsync` of a directory, so a rename or a new entry in it survives a crash.
-    private static func syncDirectory(_ path: String) throws(StoreError) {
+    static func syncDirectory(_ path: String) throws(StoreError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("open \(path)") }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw failure("fsync \(path)") }
     }
 
-    private static func makeFolder(_ folder: String, in parent: String, durable: Bool) throws(StoreError) {
+    /// Makes `folder` when it is missing; true when it made it.
+    @discardableResult
+    static func makeFolder(_ folder: String, in parent: String, durable: Bool) throws(StoreError) -> Bool {
         if mkdir(folder, 0o755) == 0 {
             if durable { try syncDirectory(parent) }
+            return true
         } else if errno != EEXIST {
             throw failure("mkdir \(folder)")
         }
+        return false
     }
 
     /// A temporary name no other writer uses at the same time, beginning with `.` (never read
     /// as a site file or certificate).
-    private static func temporaryName(for name: String) -> String {
+    static func temporaryName(for name: String) -> String {
         var random: UInt64 = 0
         arc4random_buf(&random, MemoryLayout<UInt64>.size)
         return ".\(name).\(getpid()).\(String(random, radix: 36)).tmp"
@@ -170,14 +187,14 @@ struct FolderStore: SiteStore {
     }
 
     /// Removes `name` from `folder`; false when it was not there.
-    private static func remove(_ name: String, in folder: String) throws(StoreError) -> Bool {
+    static func remove(_ name: String, in folder: String) throws(StoreError) -> Bool {
         if unlink(folder + "/" + name) == 0 { return true }
         if errno == ENOENT || errno == ENOTDIR { return false }
         throw failure("unlink \(folder)/\(name)")
     }
 
     /// The folder goes once nothing is left in it but the temporary files of writes that died.
-    private static func removeFolderIfEmpty(_ folder: String, in parent: String) throws(StoreError) {
+    static func removeFolderIfEmpty(_ folder: String, in parent: String) throws(StoreError) {
         guard let entries = try? DirectoryListing.entries(in: folder) else { return }
         for entry in entries {
             guard entry.name.hasPrefix("."), entry.name.hasSuffix(".tmp") else {

@@ -68,6 +68,9 @@ final class WriteAPI: Sendable {
             guard let site = SiteName(host), site.description == host else {
                 return WriteAPI.json(.badRequest, error: "\(WriteAPI.quoted(host)) is not a site name: a lower-case host name without a port or trailing dot (IDN as punycode), or *. and one (%2A. in a path)", request: request)
             }
+            if let refusal = PublicSuffixes.system.refusal(of: site) {
+                return WriteAPI.json(.badRequest, error: refusal, request: request)
+            }
             if parts.count == 2 {
                 guard request.method.text == "DELETE" else { return WriteAPI.notAllowed(request, allow: "DELETE") }
                 return deleteSite(site, request: request, by: token)
@@ -114,9 +117,6 @@ final class WriteAPI: Sendable {
     }
 
     private func putFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest, by token: String) -> Answer {
-        if request.hasUnframedBody {
-            return WriteAPI.json(.lengthRequired, error: "send the file with Content-Length", request: request)
-        }
         let file = AssociationFile(kind: kind, bytes: request.body)
         guard file.isValid else {
             var w = JSONWriter()
@@ -232,10 +232,13 @@ final class WriteAPI: Sendable {
                              error: "the store refused the write: \(error.message); nothing served changed", request: request)
     }
 
+    /// Whether an `If-Match` value names `etag` (or is `*`). An unquoted value is read as the
+    /// quoted one: the `version` of an answer's JSON may be sent back as it is.
     static func matches(_ field: String, _ etag: String) -> Bool {
         for candidate in field.split(separator: ",") {
             let tag = trimmedField(candidate)
             if tag == "*" || tag == etag { return true }
+            if !tag.hasPrefix("\""), etag.utf8.count == tag.utf8.count + 2, etag.dropFirst().dropLast() == tag { return true }
         }
         return false
     }
@@ -303,6 +306,11 @@ final class WriteAPI: Sendable {
     }
 
     private func deleteCertificate(_ name: String, request: HTTPRequest, by token: String) -> Answer {
+        if name == state.adminTLS {
+            // Deleting it would close the admin listener, and this API with it, on every replica.
+            return audit(request, target: "certificate " + name, by: token,
+                         WriteAPI.json(.conflict, error: "certificate \(name) is the admin listener's own (--admin-tls \(name)) and cannot be deleted; replace it with PUT instead", request: request))
+        }
         let response = serialWrite(request) { (scope: inout ReloadScope) throws(StoreError) -> Answer in
             let existing = try store.certificateChain(name)
             if let ifMatch = request.ifMatch {

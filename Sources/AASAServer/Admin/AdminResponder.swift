@@ -5,6 +5,14 @@ import AASASessions
 
 /// The admin listener (docs/serving.md, "Admin listener"): health, readiness, Prometheus metrics and a JSON status.
 enum AdminResponder {
+    /// Whether a request that asked `Expect: 100-continue` should send its body: not when the
+    /// write API would refuse it anyway (off: 403; no valid token: 401).
+    static func wantsBody(of request: HTTPRequest, state: ServerState) -> Bool {
+        guard WriteAPI.handles(request.path) else { return true }
+        guard let api = state.writeAPI.withLock({ $0 }) else { return false }
+        return api.tokens.authorize(request.authorization) != nil
+    }
+
     static func respond(to request: HTTPRequest, state: ServerState) -> Answer {
         let noStore = [(name: "cache-control", value: "no-store")]
         if WriteAPI.handles(request.path) {

@@ -523,4 +523,8 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response {
         loop.refuse(error, connection: facts, startedMicroseconds: startedMicroseconds)
     }
+
+    func wantsBody(of request: HTTPRequest) -> Bool {
+        facts.listener != .admin || AdminResponder.wantsBody(of: request, state: loop.state)
+    }
 }

@@ -97,6 +97,7 @@ final class ControlLoop {
                         return
                     case SIGHUP:
                         log.info("SIGHUP: reloading")
+                        PublicSuffixes.system.reload(logTo: log)
                         state.writeAPI.withLock { $0 }?.tokens.refresh(force: true)
                         state.storeSync.withLock { $0 }?.fullLoadRequested.store(true, ordering: .relaxed)
                         pending.formUnion(.everything)

@@ -126,6 +126,7 @@ public final class Server {
         }
         let dev = configuration.dev ? DevelopmentMode(certificatesDirectory: configuration.certsDirectory ?? "certs-dev") : nil
         dev?.ensureCertificates(configDirectory: configuration.configDirectory, log: log)
+        PublicSuffixes.system.reload(logTo: log)
         let builder = self.builder(configuration)
         let snapshot = builder.build(previous: nil)
         if let problem = StartupCheck.loaded(snapshot, configuration) {

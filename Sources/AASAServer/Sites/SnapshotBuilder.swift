@@ -53,6 +53,8 @@ struct SnapshotBuilder: Sendable {
     /// read them all the time). Otherwise a site keeps its bytes and findings, about a third of
     /// the memory, and the rare reader parses again.
     var keepsDocuments = false
+    /// The list a wildcard site's base is checked against (`*.com` is no site).
+    var publicSuffixes: PublicSuffixes = .system
 
     /// The largest file read; anything larger is over the AASA limit anyway, and refusing it
     /// early keeps a runaway file from taking the server's memory.
@@ -281,6 +283,9 @@ struct SnapshotBuilder: Sendable {
         let opened = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if opened >= 0 { close(opened) } }
         let listing = opened >= 0 ? (try? SiteFolderListing(opened)) ?? .unlisted : .unlisted
+        if let refusal = publicSuffixes.refusal(of: siteName) {
+            return refusedSite(siteName, folder: folder, listing: listing, refusal: FileRefusal(code: "not-a-site-name", message: refusal), old: old)
+        }
         // A folder with any of the association files is a site (docs/serving.md, "Config directory").
         let files = AssociationFileKind.allCases.compactMap { kind -> SiteFile? in
             let presence = listing[kind]
@@ -297,6 +302,20 @@ struct SnapshotBuilder: Sendable {
         // Its coverage now, not in a second object once the snapshot is put together.
         let covers = usesTLS ? certificates.covers(SnapshotBuilder.coverageProbe(siteName), work: work) : nil
         return Site(name: siteName, folder: folder, files: files, certificateCovers: covers)
+    }
+
+    /// A folder whose name is no site's (an IP address, `*.com`): listed with its files
+    /// rejected, so `/status` and the log say why, and never served, whatever it held before.
+    private func refusedSite(_ name: SiteName, folder: String, listing: SiteFolderListing, refusal: FileRefusal, old: Site?) -> Site? {
+        let files = AssociationFileKind.allCases.compactMap { kind -> SiteFile? in
+            guard listing[kind] != .absent else { return nil }
+            return SiteFile(kind: kind, path: DirectoryListing.path(folder, kind.fileName), served: nil,
+                            newest: AssociationFile(kind: kind, bytes: []), refusal: refusal)
+        }
+        guard !files.isEmpty else { return nil }
+        if let old, old.files.count == files.count, old.files.allSatisfy({ $0.refusal == refusal && $0.served == nil }) { return old }
+        log.error("config: \(folder): \(refusal.message); not served")
+        return Site(name: name, folder: folder, files: files, certificateCovers: nil)
     }
 
     /// One association file of a site folder: nil when the folder has none of this kind.

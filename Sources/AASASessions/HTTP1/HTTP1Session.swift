@@ -22,6 +22,14 @@ final package class HTTP1Session: ProtocolSession {
     private var draining = false
     /// The request last answered, whose fields the next one's replace (``answerPending(_:)``).
     private var lastRequest: HTTPRequest?
+    /// The request whose head is read is waiting for its body (a session that keeps bodies).
+    private var awaitingBody = false
+    /// `100 Continue` was sent for the request now waiting for its body.
+    private var continueSent = false
+    /// A chunked body being read (a session that keeps bodies), and how many of its bytes
+    /// (after the head) the decoder has had.
+    private var chunked: ChunkedDecoder?
+    private var chunkedRead = 0
     /// When the head now arriving started (monotonic ms), or nil between requests.
     private var headStarted: Int64?
     private var headStartedMicroseconds: Int64 = 0
@@ -74,7 +82,8 @@ final package class HTTP1Session: ProtocolSession {
     package func deadlineReached(output: inout Output) {
         guard !isClosing else { return }
         if headStarted != nil {
-            append(dispatch.refuse(HTTPError(.requestTimeout, "request head not complete in time"),
+            let what = awaitingBody ? "request body not complete in time" : "request head not complete in time"
+            append(dispatch.refuse(HTTPError(.requestTimeout, what),
                                    startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
         }
         // A new connection that never sent a byte, or an idle keep-alive one: close quietly.
@@ -154,18 +163,50 @@ final package class HTTP1Session: ProtocolSession {
                 isClosing = true
                 inputStart = input.count
             case .complete(let headLength):
-                if configuration.keepsBodies, request.contentLength > 0 {
-                    // The whole body first (at most limits.maxBody, checked by the parser); the
-                    // head is parsed again once it is here, within the head's deadline.
+                if configuration.keepsBodies, request.contentLength > 0 || request.hasUnframedBody {
+                    // The whole body first (at most limits.maxBody); the head is parsed again
+                    // each time more arrives, within the head's deadline.
                     let bodyStart = inputStart + headLength
-                    guard input.count - bodyStart >= request.contentLength else {
+                    var end: Int?
+                    if request.hasUnframedBody {
+                        switch feedChunked(from: bodyStart) {
+                        case .needMore: end = nil
+                        case .complete(let consumed): end = consumed
+                        case .error(let e):
+                            append(dispatch.refuse(e, startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
+                            isClosing = true
+                            inputStart = input.count
+                            continue
+                        }
+                    } else if input.count - bodyStart >= request.contentLength {
+                        end = bodyStart + request.contentLength
+                    }
+                    guard let end else {
+                        awaitingBody = true
+                        if request.expectsContinue, !continueSent, input.count == bodyStart {
+                            guard dispatch.wantsBody(of: request) else {
+                                // Answered without its body, which may still come: the
+                                // connection closes after the answer (RFC 9110 §10.1.1).
+                                answerWithoutBody(&output, request: &request, headLength: headLength)
+                                return
+                            }
+                            output.buffer.append(contentsOf: HTTP1Session.continueLine)
+                            continueSent = true
+                        }
                         parser.reset()
                         compact()
                         return
                     }
-                    request.body = Array(input[bodyStart..<(bodyStart + request.contentLength)])
-                    inputStart = bodyStart + request.contentLength
+                    request.body = request.hasUnframedBody ? chunked?.body ?? [] : Array(input[bodyStart..<end])
+                    awaitingBody = false
+                    continueSent = false
+                    chunked = nil
+                    chunkedRead = 0
+                    inputStart = end
                     request.contentLength = 0
+                    // Read to its end: the connection need not linger for it (it still closes:
+                    // the parser keeps no connection open after a coded body).
+                    request.hasUnframedBody = false
                 } else {
                     inputStart += headLength
                 }
@@ -185,6 +226,42 @@ final package class HTTP1Session: ProtocolSession {
                 append(response, keepAlive: request.keepAlive, version: request.version, into: &output)
             }
         }
+        compact()
+    }
+
+    /// Feeds a chunked body's bytes not read yet (from `bodyStart`, where it begins) to its
+    /// decoder; on completion, the position in the input where it ended.
+    private func feedChunked(from bodyStart: Int) -> ChunkedDecoder.Outcome {
+        if chunked == nil { chunked = ChunkedDecoder(limit: configuration.limits.maxBody) }
+        let from = bodyStart + chunkedRead
+        let outcome = input.withUnsafeBytes { chunked!.feed(UnsafeRawBufferPointer(rebasing: $0[from...])) }
+        switch outcome {
+        case .needMore:
+            chunkedRead = input.count - bodyStart
+            return .needMore
+        case .complete(let consumed):
+            return .complete(consumed: from + consumed)
+        case .error:
+            chunked = nil
+            chunkedRead = 0
+            return outcome
+        }
+    }
+
+    /// A request answered before its body arrived: the answer, then the close; what the client
+    /// still sends is read and dropped while the connection lingers.
+    private func answerWithoutBody(_ output: inout Output, request: inout HTTPRequest, headLength: Int) {
+        inputStart = input.count
+        parser.reset()
+        awaitingBody = false
+        chunked = nil
+        chunkedRead = 0
+        request.keepAlive = false
+        let response = dispatch.respond(to: request, startedMicroseconds: headStartedMicroseconds)
+        requestsServed += 1
+        headStarted = nil
+        isClosing = true
+        append(response, keepAlive: false, version: request.version, into: &output)
         compact()
     }
 
@@ -214,6 +291,7 @@ final package class HTTP1Session: ProtocolSession {
     }
 
     private static let crlf: [UInt8] = [0x0D, 0x0A]
+    private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
     /// GOAWAY (type 7) on stream 0, last stream 0, error PROTOCOL_ERROR (1): RFC 9113 §6.8.
     private static let goAwayProtocolError: [UInt8] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
     private static let closeLine = Array("Connection: close\r\n".utf8)

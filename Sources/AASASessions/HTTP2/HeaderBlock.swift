@@ -229,7 +229,7 @@ struct RequestFieldReader {
         case .userAgent: return Kind.userAgent
         case .scheme: return Kind.scheme
         // Read without fault, so not connection-specific (§8.2.2); not acted on in HTTP/2.
-        case .connection, .transferEncoding, .authorization, .ifMatch, nil: return Kind.ignored
+        case .connection, .transferEncoding, .authorization, .ifMatch, .expect, nil: return Kind.ignored
         // `:method` other than GET, `:path`, the conditional fields...: what they set is made
         // from the bytes each time.
         case .path, .ifNoneMatch, .ifModifiedSince, .contentLength, .ownCheck: return Kind.other
@@ -303,7 +303,7 @@ struct RequestFieldReader {
             // Checked to be digits; a longer one is over any limit anyway.
             stream.contentLength = value.count <= 18 ? value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } : Int.max
         case .ownCheck: stream.isOwnCheck = true
-        case .scheme, .connection, .transferEncoding, .authorization, .ifMatch, nil: break
+        case .scheme, .connection, .transferEncoding, .authorization, .ifMatch, .expect, nil: break
         }
         return (nil, known)
     }

@@ -44,6 +44,10 @@ package protocol RequestDispatch: AnyObject {
     /// so the connection answers it directly: through the extension it was one call more.
     func respond(toRequestIn request: inout HTTPRequest, startedMicroseconds: Int64) -> Response
     func refuse(_ error: HTTPError, startedMicroseconds: Int64) -> Response
+    /// For a request that asked `Expect: 100-continue` and whose body is still to come: true
+    /// when it is worth its body (`100 Continue` is sent), false when its answer is known
+    /// without it (a refused token): it is then answered at once, as RFC 9110 §10.1.1 allows.
+    func wantsBody(of request: HTTPRequest) -> Bool
 }
 
 extension RequestDispatch {
@@ -54,4 +58,6 @@ extension RequestDispatch {
     func respond(toRequestIn request: inout HTTPRequest, startedMicroseconds: Int64) -> Response {
         respond(to: request, startedMicroseconds: startedMicroseconds)
     }
+
+    func wantsBody(of request: HTTPRequest) -> Bool { true }
 }
