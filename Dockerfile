@@ -24,7 +24,7 @@ RUN swift build -c release --static-swift-stdlib --product aasa \
 FROM ${RUNTIME_IMAGE}
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 libpq5 ca-certificates \
+    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 libpq5 ca-certificates publicsuffix \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 aasa \
     && useradd --system --uid 10001 --gid aasa --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin aasa \

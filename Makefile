@@ -16,7 +16,8 @@ FUZZ_TIME  ?= 30
 # System packages, installed with apt when missing: what the build needs, and what the tests
 # talk to the server with (curl, openssl, h2load, haproxy, a headless browser, Pebble for ACME),
 # and promtool for the monitor's alerting rules.
-BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config
+# publicsuffix: the Public Suffix List the server reads at start (no `*.com` site; docs/platforms.md).
+BUILD_PACKAGES := libssl-dev libnghttp2-dev libpq-dev pkg-config publicsuffix
 TEST_PACKAGES  := curl openssl nghttp2-client python3 python3-pip haproxy chromium pebble postgresql prometheus \
                   systemd man-db groff-base zsh fish
 

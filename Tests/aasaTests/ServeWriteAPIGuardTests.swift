@@ -255,4 +255,47 @@ private func appFile(_ path: String) -> String {
         #expect(!FileManager.default.fileExists(atPath: server.certs.appendingPathComponent("sites").path))
         #expect(try Certs.presentedFingerprint(server, "example.com") == before)
     }
+
+    @Test func aCAFileAloneInCertsIsNamedWhenTheStartFails() throws {
+        let dir = try TemporaryDirectory()
+        try dir.write("config/example.com/apple-app-site-association", exampleCom)
+        try dir.write("certs/ca.pem", try String(contentsOfFile: TestCertificates.caFile, encoding: .utf8))
+        let r = try AASABinary.run(["serve", "--config", dir.url.appendingPathComponent("config").path,
+                                    "--certs", dir.url.appendingPathComponent("certs").path, "--https", "127.0.0.1:0",
+                                    "--admin", "127.0.0.1:0", "--cdn-watch", "off"], timeout: 20)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("ca.pem has no ca.key beside it"), "\(r.stderr)")
+    }
+
+    @Test func aasaCertPutsGetsListsAndRemovesThroughTheRealAPI() throws {
+        let server = try API.server()
+        let dir = try TemporaryDirectory()
+        let (chain, key) = try Certs.leaf("cli.example.com", in: dir.url)
+        let chainFile = try dir.write("chain.pem", chain)
+        let keyFile = try dir.write("key.pem", key)
+        let tokens = try dir.write("token", "# for aasa cert\r\nbackend:\(API.token)\r\n")
+        let admin = ["--admin", "http://127.0.0.1:\(server.admin)", "--token-file", tokens]
+        let put = try AASABinary.run(["cert", "put", "cli", "--chain", chainFile, "--key", keyFile] + admin)
+        #expect(put.status == 0 && put.stdout.hasPrefix("cli: 201 created, cli.example.com, until "), "\(put.stdout) \(put.stderr)")
+        #expect((try Certs.presented(server, "cli.example.com")).contains("CN = cli.example.com"))
+        let got = try AASABinary.run(["cert", "get", "cli"] + admin)
+        let json = try JSONSerialization.jsonObject(with: Data(got.stdout.utf8)) as? [String: Any]
+        #expect(got.status == 0 && json?["certificate"] as? String == chain && !got.stdout.contains("PRIVATE KEY"), "\(got.stdout)")
+        let listed = try AASABinary.run(["cert", "ls"] + admin)
+        #expect(listed.status == 0 && listed.stdout.split(separator: "\n").contains { $0.hasPrefix("cli ") && $0.contains(" cli.example.com") },
+                "\(listed.stdout) \(listed.stderr)")
+        #expect(listed.stdout.split(separator: "\n").contains { $0.hasPrefix("sites ") }, "\(listed.stdout)")
+        // Refused: the server's reason, exit 1; nothing stored.
+        let combined = try dir.write("combined.pem", chain + key)
+        let refused = try AASABinary.run(["cert", "put", "bad", "--chain", combined, "--key", keyFile] + admin)
+        #expect(refused.status == 1 && refused.stderr.contains("PRIVATE KEY"), "\(refused.stderr)")
+        let rm = try AASABinary.run(["cert", "rm", "cli"] + admin)
+        #expect(rm.status == 0 && rm.stdout == "cli: 204 deleted\n", "\(rm.stdout) \(rm.stderr)")
+        let gone = try AASABinary.run(["cert", "get", "cli"] + admin)
+        #expect(gone.status == 1 && gone.stderr.contains("404"), "\(gone.stderr)")
+        let badName = try AASABinary.run(["cert", "get", "../x"] + admin)
+        #expect(badName.status == 2, "\(badName.stderr)")
+        let unreachable = try AASABinary.run(["cert", "ls", "--admin", "http://127.0.0.1:1"])
+        #expect(unreachable.status == 2, "\(unreachable.stderr)")
+    }
 }

@@ -49,7 +49,7 @@ enum StartupCheck {
         }
         if !configuration.https.isEmpty, let certs = configuration.certsDirectory, snapshot.certificates.certificates.isEmpty {
             return "certs: no usable certificate in --certs \(certs) for the HTTPS listeners (NAME.crt + NAME.key, "
-                + "NAME/fullchain.pem + NAME/privkey.pem, or NAME/tls.crt + NAME/tls.key, with DNS names)"
+                + "NAME/fullchain.pem + NAME/privkey.pem, or NAME/tls.crt + NAME/tls.key, with DNS names; the lines above name each file skipped and why)"
         }
         return nil
     }

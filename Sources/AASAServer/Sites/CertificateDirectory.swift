@@ -57,7 +57,15 @@ extension CertificateStore {
                 }
                 continue
             }
-            guard let (base, ext) = bases[i], ext != .key, let files = pairs[base], let key = files[.key] else { continue }
+            guard let (base, ext) = bases[i], ext != .key, let files = pairs[base] else { continue }
+            guard let key = files[.key] else {
+                // A chain with no key beside it (a CA's `ca.pem`, an intermediate bundle) serves
+                // nothing: said, so an empty start names what it passed over.
+                if !(ext == .pem && files[.crt] != nil), !folders.contains(base) {
+                    skipped("certificate \(base): \(name) has no \(base).key beside it; skipped (a CA or chain file alone is not a serving certificate)")
+                }
+                continue
+            }
             // NAME.crt wins over NAME.pem when both exist.
             if ext == .pem, files[.crt] != nil { continue }
             if !folders.isEmpty, folders.contains(base) {
