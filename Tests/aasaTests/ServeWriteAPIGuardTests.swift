@@ -254,6 +254,12 @@ private func appFile(_ path: String) -> String {
         #expect((try API.json(r)["error"] as? String)?.contains("sites.crt") == true, "\(r)")
         #expect(!FileManager.default.fileExists(atPath: server.certs.appendingPathComponent("sites").path))
         #expect(try Certs.presentedFingerprint(server, "example.com") == before)
+        // A folder with someone else's files (ACME's account, a person's notes) is not written into.
+        try FileManager.default.createDirectory(at: server.certs.appendingPathComponent("notes"), withIntermediateDirectories: true)
+        try "account".write(to: server.certs.appendingPathComponent("notes/account.key"), atomically: false, encoding: .utf8)
+        let intoFolder = try API.call(server, "PUT", "/certificates/notes", body: try Certs.body(chain: chain, key: key))
+        #expect(RawHTTP.status(intoFolder) == 409, "\(intoFolder)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: server.certs.appendingPathComponent("notes").path) == ["account.key"])
     }
 
     @Test func aCAFileAloneInCertsIsNamedWhenTheStartFails() throws {

@@ -73,6 +73,12 @@ enum CertificatePair {
         return true
     }
 
+    /// Whether a folder entry is one this layout writes: the pair's names, its link, a pair's
+    /// folder, or a write's temporary file.
+    static func isOwnEntry(_ name: String) -> Bool {
+        name == chainFile || name == keyFile || name == dataLink || name.hasPrefix(pairPrefix) || (name.hasPrefix(".") && name.hasSuffix(".tmp"))
+    }
+
     private static func removePairFolder(_ pair: String) {
         if let entries = try? DirectoryListing.entries(in: pair) {
             for entry in entries { unlink(pair + "/" + entry.name) }

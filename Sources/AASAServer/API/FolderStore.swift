@@ -91,6 +91,12 @@ struct FolderStore: SiteStore {
             throw StoreError(message: "\(name)\(flat.hasSuffix(".crt") ? ".crt" : ".pem") is in --certs, put there by hand; a certificate written as \(name) would replace it. Choose another name, or remove that file first",
                              isConflict: true)
         }
+        // A folder that holds anything else (ACME's own `acme/`, development's `ca/`, a person's
+        // files) is not the API's to write into.
+        if let entries = try? DirectoryListing.entries(in: folder),
+           let other = entries.first(where: { !CertificatePair.isOwnEntry($0.name) && !(isACME && ["fullchain.pem", "privkey.pem"].contains($0.name)) }) {
+            throw StoreError(message: "\(name)/ in --certs holds \(other.name), which was not written through the API; choose another name", isConflict: true)
+        }
         let created = try FolderStore.makeFolder(folder, in: certs, durable: durable)
         do {
             try CertificatePair.replace(in: folder, chain: Array(chain.utf8), key: Array(key.utf8), durable: durable)
