@@ -51,10 +51,10 @@ public final class TLSCertificate: @unchecked Sendable {
         }
         let chain = try TLSCertificate.readChain(certificatePath)
         defer { for cert in chain { X509_free(cert) } }
-        let key = try keys.read(keyPath)
+        let key = try keys.read(keyPath, throughOpenSSL: true)
         // The same public key, byte for byte; else OpenSSL decides (another encoding of the point).
         let certificatePublic = KeyReader.encode { i2d_X509_PUBKEY(X509_get_X509_PUBKEY(chain[0]), $0) }
-        guard certificatePublic == key.publicDER || X509_check_private_key(chain[0], key.pointer) == 1 else {
+        guard certificatePublic == key.publicDER || key.pointer.map({ X509_check_private_key(chain[0], $0) }) == 1 else {
             TLSError.clearQueue()
             throw TLSError("\(keyPath) does not belong to \(certificatePath)")
         }
@@ -135,8 +135,9 @@ public final class TLSCertificate: @unchecked Sendable {
 /// `@unchecked Sendable`: it wraps `EVP_PKEY`s, each table of them behind a ``Locked``.
 final package class KeyReader: @unchecked Sendable {
     package struct Key {
-        /// Owned by the reader; freed with it.
-        var pointer: OpaquePointer
+        /// Owned by the reader; freed with it. Nil for a key read without OpenSSL
+        /// (``PrivateKeyDER``).
+        var pointer: OpaquePointer?
         package var der: [UInt8]
         /// SubjectPublicKeyInfo, to compare with a certificate's.
         var publicDER: [UInt8]
@@ -159,7 +160,7 @@ final package class KeyReader: @unchecked Sendable {
 
     deinit {
         keys.withLock { keys in
-            for key in keys.values { EVP_PKEY_free(key.pointer) }
+            for key in keys.values { if let pointer = key.pointer { EVP_PKEY_free(pointer) } }
         }
         // The keys that did not fit, or that two threads decoded at once (LeakSanitizer found
         // them kept and never freed).
@@ -168,10 +169,19 @@ final package class KeyReader: @unchecked Sendable {
         }
     }
 
-    /// The key of a PEM file. `pointer` stays valid while the reader lives.
-    package func read(_ path: String) throws(TLSError) -> Key {
+    /// The key of a PEM file: read without OpenSSL when it is in a usual form
+    /// (``PrivateKeyDER``), else, or with `throughOpenSSL`, decoded by OpenSSL into `pointer`,
+    /// which stays valid while the reader lives.
+    package func read(_ path: String, throughOpenSSL: Bool = false) throws(TLSError) -> Key {
         guard let pem = TLSCertificate.readFile(path) else { throw TLSError("loading private key \(path)") }
-        if let key = keys.withLock({ $0[PEMKey(bytes: pem)] }) { return key }
+        if let key = keys.withLock({ $0[PEMKey(bytes: pem)] }), !throughOpenSSL || key.pointer != nil { return key }
+        if !throughOpenSSL, let read = PrivateKeyDER(pem: pem) {
+            let key = Key(pointer: nil, der: read.der, publicDER: read.publicKeyInfo, type: read.type)
+            keys.withLock { keys in
+                if keys.count < KeyReader.capacity, keys[PEMKey(bytes: pem)] == nil { keys[PEMKey(bytes: pem)] = key }
+            }
+            return key
+        }
         let decoded = decodeUsualForm(pem) ?? pem.withUnsafeBytes { raw -> OpaquePointer? in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -185,7 +195,8 @@ final package class KeyReader: @unchecked Sendable {
         let key = Key(pointer: decoded, der: der, publicDER: publicDER, type: EVP_PKEY_get0_type_name(decoded).map { String(cString: $0) } ?? "")
         // Remembered, or freed by the caller's defer through `release`.
         let kept = keys.withLock { keys -> Bool in
-            guard keys.count < KeyReader.capacity, keys[PEMKey(bytes: pem)] == nil else { return false }
+            // In place of one read without OpenSSL, which has no pointer.
+            guard keys[PEMKey(bytes: pem)]?.pointer == nil, keys.count < KeyReader.capacity || keys[PEMKey(bytes: pem)] != nil else { return false }
             keys[PEMKey(bytes: pem)] = key
             return true
         }
