@@ -79,7 +79,7 @@ def start_caddy(n, root):
     prefix = os.path.join(root, "caddy")
     os.makedirs(prefix, exist_ok=True)
     port = sites.free_port()
-    certificates = [{"certificate": f"{root}/certs/{sites.host(i)}.crt", "key": f"{root}/certs/{sites.host(i)}.key"}
+    certificates = [{"certificate": sites.pair_paths(root, i)[0], "key": sites.pair_paths(root, i)[1]}
                     for i in range(n) if i not in sites.FAULTY]
     config = {
         "admin": {"disabled": True},

@@ -20,7 +20,10 @@ connections a round (default 2000, from 2 client processes), BENCH_SITES_TLS_ROU
 
 BENCH_SITES_KEYS=site gives each site a key of its own (default "shared": one key for all,
 quicker to make; aasa then parses that key once while it is in use, see docs/performance.md,
-"Cold handshakes"), in a data set of its own ($BENCH_SITES_CACHE/N-site-keys).
+"Cold handshakes"), in a data set of its own ($BENCH_SITES_CACHE/N-site-keys-mixed), in the
+forms and layouts a platform's volume mixes (pair_form): P-256 keys in PKCS #8 and SEC 1, one
+site in 25 an RSA-2048 key in PKCS #1 or PKCS #8; flat NAME.crt + NAME.key, certbot's
+NAME/fullchain.pem + privkey.pem and cert-manager's NAME/tls.crt + tls.key in turn.
 
 BENCH_SITES_SHAPE picks the data set's shape:
 - "self" (the default): each certificate self-signed, the file holding the leaf alone;
@@ -56,6 +59,28 @@ def host(i):
     return f"site{i}.bench.test"
 
 
+LAYOUTS = {"flat": ("{name}.crt", "{name}.key"), "certbot": ("{name}/fullchain.pem", "{name}/privkey.pem"),
+           "kubernetes": ("{name}/tls.crt", "{name}/tls.key")}
+
+
+def pair_form(i):
+    """(key type, key format, layout) of site i: with a key per site, the forms and layouts a
+    platform's volume mixes; else one shared P-256 PKCS #8 key, flat."""
+    if KEYS != "site":
+        return ("ec", "pkcs8", "flat")
+    layout = ("flat", "certbot", "kubernetes")[i % 3]
+    if i % 25 == 7:
+        return ("rsa", ("pkcs1", "pkcs8")[(i // 25) % 2], layout)
+    return ("ec", ("pkcs8", "sec1")[(i // 3) % 2], layout)
+
+
+def pair_paths(root, i):
+    """The certificate and key files of site i in the data set at root."""
+    crt, key = LAYOUTS[pair_form(i)[2]]
+    name = host(i)
+    return os.path.join(root, "certs", crt.format(name=name)), os.path.join(root, "certs", key.format(name=name))
+
+
 def body(i, marker="v1"):
     return ('{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app%d"], '
             '"components": [{"/": "/%s/*"}]}]}}' % (i, marker))
@@ -63,13 +88,13 @@ def body(i, marker="v1"):
 
 def generate(n):
     """config/ and certs/ for n sites, made once and kept."""
-    root = os.path.join(CACHE, (str(n) if SHAPE == "self" else f"{SHAPE}-{n}") + ("-site-keys" if KEYS == "site" else ""))
+    root = os.path.join(CACHE, (str(n) if SHAPE == "self" else f"{SHAPE}-{n}") + ("-site-keys-mixed" if KEYS == "site" else ""))
     done = os.path.join(root, ".complete")
     if os.path.exists(done):
         return root
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.x509.oid import NameOID
     os.makedirs(os.path.join(root, "config"), exist_ok=True)
     os.makedirs(os.path.join(root, "certs"), exist_ok=True)
@@ -101,8 +126,10 @@ def generate(n):
         if SHAPE == "ca" and i in UNCOVERED:
             continue
         if KEYS == "site":
-            key = ec.generate_private_key(ec.SECP256R1())
-            key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+            kind, form, _ = pair_form(i)
+            key = rsa.generate_private_key(65537, 2048) if kind == "rsa" else ec.generate_private_key(ec.SECP256R1())
+            private_format = serialization.PrivateFormat.PKCS8 if form == "pkcs8" else serialization.PrivateFormat.TraditionalOpenSSL
+            key_pem = key.private_bytes(serialization.Encoding.PEM, private_format, serialization.NoEncryption())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         builder = (x509.CertificateBuilder().subject_name(subject).public_key(key.public_key())
                    .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
@@ -118,13 +145,15 @@ def generate(n):
                     .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
                     .sign(ca_key, hashes.SHA256()))
             chain = cert.public_bytes(serialization.Encoding.PEM) + ca_cert.public_bytes(serialization.Encoding.PEM)
-        with open(os.path.join(root, "certs", name + ".crt"), "wb") as f:
+        crt_path, key_path = pair_paths(root, i)
+        os.makedirs(os.path.dirname(crt_path), exist_ok=True)
+        with open(crt_path, "wb") as f:
             f.write(chain)
         mode = 0o644 if SHAPE == "ca" and i == 25 else 0o600
-        fd = os.open(os.path.join(root, "certs", name + ".key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         os.write(fd, key_pem)
         os.close(fd)
-        os.chmod(os.path.join(root, "certs", name + ".key"), mode)
+        os.chmod(key_path, mode)
     open(done, "w").close()
     print(f"generated {n} sites and certificates in {time.time() - started:.1f} s", file=sys.stderr)
     return root
@@ -184,8 +213,9 @@ def admin_get(port, path):
     return data, time.perf_counter() - started
 
 
-def handshake(port, root, name):
-    ctx = ssl.create_default_context(cafile=os.path.join(root, "certs", "ca.crt" if SHAPE == "ca" else name + ".crt"))
+def handshake(port, root, i):
+    name = host(i)
+    ctx = ssl.create_default_context(cafile=os.path.join(root, "certs", "ca.crt") if SHAPE == "ca" else pair_paths(root, i)[0])
     started = time.perf_counter()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
         with ctx.wrap_socket(raw, server_hostname=name) as tls:
@@ -214,8 +244,8 @@ def start_nginx(n, root):
         servers.append(f"""  server {{
     listen 127.0.0.1:{port} ssl{" default_server" if not servers else ""};
     server_name {name};
-    ssl_certificate {root}/certs/{name}.crt;
-    ssl_certificate_key {root}/certs/{name}.key;
+    ssl_certificate {pair_paths(root, i)[0]};
+    ssl_certificate_key {pair_paths(root, i)[1]};
     location = {PATH} {{ default_type application/json; alias {root}/config/{name}/apple-app-site-association; }}
   }}""")
     conf = f"""user root;
@@ -356,7 +386,7 @@ def measure(n):
         # TLS handshakes for 50 random sites, each verified against its own certificate.
         times, verified = [], 0
         for i in [i for i in random.Random(1).sample(range(n), min(50 + len(FAULTY), n)) if i not in FAULTY][:50]:
-            t, ok = handshake(ports["https"], root, host(i))
+            t, ok = handshake(ports["https"], root, i)
             times.append(t)
             verified += ok
         row["handshake_ms"] = statistics.median(times) * 1000

@@ -212,7 +212,8 @@ def load_store(cluster, n, work):
             name = sites.host(i)
             with open(os.path.join(root, "config", name, FILE), "rb") as b:
                 fw.writerow([name, FILE, hex_bytes(b.read())])
-            with open(os.path.join(root, "certs", name + ".crt")) as crt, open(os.path.join(root, "certs", name + ".key")) as key:
+            crt_path, key_path = sites.pair_paths(root, i)
+            with open(crt_path) as crt, open(key_path) as key:
                 cw.writerow([name, crt.read(), key.read()])
     script = os.path.join(work, "load.sql")
     with open(script, "w") as f:
@@ -417,7 +418,7 @@ def start_once(kind, n, work, tokens, cluster, root):
         # Spot checks: a site over HTTP, and TLS with a site's own certificate.
         for i in random.Random(n).sample(range(n), 3):
             status, body = raw_get(r.ports["http"], sites.host(i))
-            _, ok = sites.handshake(r.ports["https"], root, sites.host(i))
+            _, ok = sites.handshake(r.ports["https"], root, i)
             if status != 200 or not ok:
                 raise RuntimeError(f"{kind} replica does not serve {sites.host(i)} ({status}, TLS {ok}): see {r.log_path}")
         # SIGTERM to exit: a store replica removes its copy on the way out (the stop waits

@@ -23,6 +23,13 @@ struct LocalCopy {
     /// of processes that are gone (killed before they could remove theirs).
     private static let prefix = "aasa-store-"
 
+    /// `.lock` in the copy, held (flock) by its process while it lives: a later start, in this
+    /// PID namespace or another sharing $TMPDIR (a container's replicas), removes a copy only
+    /// when it can take that lock. A PID says nothing across namespaces.
+    private static let lockName = ".lock"
+    /// The lock's descriptor, held open (and so locked) until the process ends.
+    private let lock: Int32
+
     init() throws(Failure) {
         let base = LocalCopy.base
         var template = Array((base + "/" + LocalCopy.prefix + "\(getpid())-XXXXXX").utf8CString)
@@ -30,6 +37,10 @@ struct LocalCopy {
             throw Failure(description: "cannot make the local copy under \(base): \(String(cString: strerror(errno)))")
         }
         root = String(cString: made)
+        lock = open(root + "/" + LocalCopy.lockName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            throw Failure(description: "cannot lock the local copy \(root): \(String(cString: strerror(errno)))")
+        }
         for folder in [root + "/config", root + "/certs"] where mkdir(folder, 0o700) != 0 {
             throw Failure(description: "cannot make \(folder): \(String(cString: strerror(errno)))")
         }
@@ -38,38 +49,74 @@ struct LocalCopy {
     /// Removes the copy, for at most `budgetMilliseconds`: a copy of 100 000 sites takes longer
     /// to unlink than a shutdown may last, and what is left is removed by the next start.
     func remove(budgetMilliseconds: Int64 = 1_000) {
-        LocalCopy.removeTree(root, until: monotonicMilliseconds() + budgetMilliseconds)
+        let parent = open(LocalCopy.base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parent >= 0 else { return }
+        defer { close(parent) }
+        let name = String(root.split(separator: "/").last ?? "")
+        LocalCopy.removeTree(name, in: parent, until: monotonicMilliseconds() + budgetMilliseconds)
     }
 
-    /// Removes, off the start's path, the copies whose processes are gone.
+    /// Removes, off the start's path, the copies of processes that are gone: a folder of this
+    /// user, never a symlink (an entry is opened with O_NOFOLLOW and checked before anything
+    /// in it goes), whose lock no process holds.
     static func removeAbandoned(log: Log) {
         _ = startDetachedThread {
+            let parent = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard parent >= 0 else { return }
+            defer { close(parent) }
             var removed = 0
             for entry in (try? DirectoryListing.entries(in: base)) ?? [] where entry.name.hasPrefix(prefix) {
-                let rest = entry.name.dropFirst(prefix.count)
-                guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid != getpid() else { continue }
-                // kill(pid, 0): ESRCH when no such process; anything else means it may live.
-                if kill(pid, 0) == 0 || errno != ESRCH { continue }
-                if removeTree(base + "/" + entry.name, until: Int64.max) { removed += 1 }
+                let folder = openat(parent, entry.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard folder >= 0 else { continue }
+                defer { close(folder) }
+                var st = stat()
+                guard fstat(folder, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else { continue }
+                let held = openat(folder, lockName, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+                if held >= 0 {
+                    defer { close(held) }
+                    // Its owner is alive, here or in another PID namespace.
+                    guard flock(held, LOCK_EX | LOCK_NB) == 0 else { continue }
+                } else {
+                    // A copy made before the lock: its process, if this namespace can tell.
+                    let rest = entry.name.dropFirst(prefix.count)
+                    guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid != getpid() else { continue }
+                    if kill(pid, 0) == 0 || errno != ESRCH { continue }
+                }
+                if removeTree(entry.name, in: parent, until: Int64.max) { removed += 1 }
             }
             if removed > 0 { log.info("store: removed \(removed) local copies left by processes that are gone") }
         }
     }
 
-    /// True when everything was removed in time.
+    /// Removes `name` in the directory open as `parent` and everything under it, never following
+    /// a symlink (each directory is opened with O_NOFOLLOW, so one swapped for a link is only
+    /// unlinked). True when everything was removed in time.
     @discardableResult
-    private static func removeTree(_ path: String, until deadline: Int64) -> Bool {
-        for entry in (try? DirectoryListing.entries(in: path)) ?? [] {
+    private static func removeTree(_ name: String, in parent: Int32, until deadline: Int64) -> Bool {
+        let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            // Not a directory (a file, a symlink): the entry itself goes.
+            return unlinkat(parent, name, 0) == 0 || errno == ENOENT
+        }
+        guard let directory = fdopendir(fd) else {
+            close(fd)
+            return false
+        }
+        var children: [String] = []
+        while let entry = readdir(directory) {
+            let child = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if child != ".", child != ".." { children.append(child) }
+        }
+        defer { closedir(directory) }
+        for child in children {
             if monotonicMilliseconds() >= deadline { return false }
-            let child = path + "/" + entry.name
-            var st = stat()
-            if lstat(child, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
-                if !removeTree(child, until: deadline) { return false }
-            } else {
-                unlink(child)
+            if unlinkat(fd, child, 0) != 0, errno == EISDIR || errno == EPERM {
+                if !removeTree(child, in: fd, until: deadline) { return false }
             }
         }
-        return rmdir(path) == 0
+        return unlinkat(parent, name, AT_REMOVEDIR) == 0
     }
 }
 

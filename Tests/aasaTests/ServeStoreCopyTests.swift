@@ -1,0 +1,63 @@
+import ChildProcess
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PostgreSQL store's local copy under $TMPDIR (docs/replicas.md): a start removes only the
+/// copies of processes that are gone, never anything a symlink points to, never the live copy of
+/// a replica in another PID namespace.
+@Suite(.serialized, .enabled(if: PostgresCluster.isAvailable, "needs Debian's postgresql (make test-deps installs it)"))
+struct ServeStoreCopyTests {
+    static func replica(_ url: String, tmp: URL, launcher: [String] = []) throws -> ServerProcess {
+        let server = try ServerProcess(sites: [:], extraArguments: [], launcher: launcher, environment: ["TMPDIR": tmp.path], store: url)
+        guard ServerProcess.waitFor(timeout: 15, { try server.admin("/readyz").status == 200 }) else {
+            throw HarnessError(description: "replica not ready: \(server.log)")
+        }
+        return server
+    }
+
+    static func copies(in tmp: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: tmp.path).filter { $0.hasPrefix("aasa-store-") }.sorted()
+    }
+
+    @Test func aStartRemovesAbandonedCopiesButNeverFollowsASymlink() throws {
+        let pg = try PostgresCluster()
+        let tmp = try TemporaryDirectory()
+        // Someone else's files, and a link to them under a copy's name with a PID that is gone.
+        let victim = try TemporaryDirectory()
+        try victim.write("keep/precious", "mine")
+        try FileManager.default.createSymbolicLink(atPath: tmp.url.path + "/aasa-store-999999999-planted", withDestinationPath: victim.url.path)
+        // A copy whose process is gone: a folder of ours, mode 0700, its lock held by nobody.
+        let abandoned = tmp.url.appendingPathComponent("aasa-store-999999998-left")
+        try FileManager.default.createDirectory(at: abandoned.appendingPathComponent("config/old.example.com"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: abandoned.appendingPathComponent(".lock").path, contents: nil)
+        chmod(abandoned.path, 0o700)
+        let server = try Self.replica(pg.url, tmp: tmp.url)
+        #expect(server.waitForLog("store: removed 1 local copies"), "\(server.log)")
+        #expect(FileManager.default.fileExists(atPath: victim.url.path + "/keep/precious"), "a symlink was followed")
+        #expect(!FileManager.default.fileExists(atPath: abandoned.path))
+        let left = try Self.copies(in: tmp.url)
+        #expect(left.count == 2, "its own copy and the planted link: \(left)")
+    }
+
+    @Test func aReplicaInAnotherPIDNamespaceLeavesALiveCopyAlone() throws {
+        let pg = try PostgresCluster()
+        let tmp = try TemporaryDirectory()
+        let first = try Self.replica(pg.url, tmp: tmp.url)
+        let before = try Self.copies(in: tmp.url)
+        #expect(before.count == 1)
+        // The second replica cannot see the first's PID: only the copy's lock says it lives.
+        let second = try Self.replica(pg.url, tmp: tmp.url, launcher: ["/usr/bin/unshare", "--pid", "--fork", "--kill-child", "--mount-proc"])
+        usleep(500_000)
+        #expect(!second.log.contains("removed"), "\(second.log)")
+        #expect(try Self.copies(in: tmp.url).contains(before[0]))
+        // And both still follow the store.
+        let file = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/ns"}]}]}}"#
+        try ServeStoreTests.upsert(pg, "ns.example.com", file)
+        for replica in [first, second] {
+            #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(replica, "ns.example.com").body == file }, "\(replica.log)")
+        }
+    }
+}
