@@ -60,4 +60,20 @@ struct ServeStoreCopyTests {
             #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(replica, "ns.example.com").body == file }, "\(replica.log)")
         }
     }
+
+    @Test func theFirstWriteAfterPostgreSQLRestartedSucceeds() throws {
+        let pg = try PostgresCluster()
+        let server = try ServeStoreTests.replica(pg.url)
+        let file = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/r"}]}]}}"#
+        #expect(RawHTTP.status(try ServeWriteAPITests.put(server, "restart.example.com", file)) == 201)
+        pg.stop()
+        usleep(500_000)
+        try pg.start()
+        #expect(ServeStoreTests.within(12) {
+            (try server.status()["summary"] as? [String: Any]).flatMap { $0["store"] as? [String: Any] }?["connected"] as? Bool == true
+        }, "\(server.log)")
+        // The write API's own connection is the one from before the restart: tried once more.
+        let r = try ServeWriteAPITests.put(server, "restart.example.com", file.replacingOccurrences(of: "/r", with: "/after"))
+        #expect(RawHTTP.status(r) == 200, "\(r) \(server.log)")
+    }
 }

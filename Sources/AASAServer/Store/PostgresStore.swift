@@ -57,22 +57,51 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
         }
     }
 
+    /// One transaction; tried again once, on a new connection, when the connection turns out
+    /// broken before COMMIT was sent (PostgreSQL restarted since the last write: the old
+    /// connection looks fine until it is used, and the transaction it began is gone with it).
     func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        do throws(Attempt) {
+            return try attempt(body)
+        } catch {
+            guard error.beforeCommit, error.error.isUnavailable else { throw error.error }
+            log.info("store: the write's connection to PostgreSQL was broken; trying once more on a new one")
+            do throws(Attempt) { return try attempt(body) } catch { throw error.error }
+        }
+    }
+
+    /// A failed transaction, and whether it failed before COMMIT was sent.
+    private struct Attempt: Error {
+        var error: StoreError
+        var beforeCommit: Bool
+    }
+
+    private func attempt<R>(_ body: () throws(StoreError) -> R) throws(Attempt) -> R {
         pending = []
-        try run { c throws(PostgresError) in try c.execute("BEGIN") }
+        do {
+            try run { c throws(PostgresError) in try c.execute("BEGIN") }
+        } catch {
+            throw Attempt(error: error, beforeCommit: true)
+        }
         let result: R
+        var committing = false
         do {
             result = try body()
+            committing = true
             try run { c throws(PostgresError) in try c.execute("COMMIT") }
         } catch {
             pending = []
             _ = try? run { c throws(PostgresError) in try c.execute("ROLLBACK") }
-            throw error
+            throw Attempt(error: error, beforeCommit: !committing)
         }
         // Committed: this replica's copy follows now, so the caller publishes before it answers.
         let changes = pending
         pending = []
-        for change in changes { _ = try change.apply(to: copy) }
+        do {
+            for change in changes { _ = try change.apply(to: copy) }
+        } catch {
+            throw Attempt(error: error, beforeCommit: false)
+        }
         return result
     }
 
