@@ -76,4 +76,27 @@ struct ServeStoreCopyTests {
         let r = try ServeWriteAPITests.put(server, "restart.example.com", file.replacingOccurrences(of: "/r", with: "/after"))
         #expect(RawHTTP.status(r) == 200, "\(r) \(server.log)")
     }
+
+    @Test func aStoreThatComesBackAsAnotherDatabaseIsReadAgainWhole() throws {
+        let pg = try PostgresCluster()
+        let a = try ServeStoreTests.replica(pg.url), b = try ServeStoreTests.replica(pg.url)
+        let file = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/old"}]}]}}"#
+        for i in 0..<3 { #expect(RawHTTP.status(try ServeWriteAPITests.put(a, "old\(i).example.com", file)) == 201) }
+        #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(b, "old2.example.com").status == 200 })
+        // The store made again from nothing (as a recreated database or an empty restore is):
+        // its change log starts again at the revisions the replicas already applied.
+        let r = try pg.sql("DROP TABLE aasa_files, aasa_certificates, aasa_changes, aasa_schema, aasa_store CASCADE")
+        #expect(r.status == 0, "\(r.stderr)")
+        for replica in [a, b] {
+            #expect(ServeStoreTests.within(15) { try ServeWriteAPITests.served(replica, "old0.example.com").status == 404 }, "\(replica.log)")
+        }
+        // Writes after it came back reach every replica.
+        let fresh = file.replacingOccurrences(of: "/old", with: "/new")
+        for i in 0..<3 {
+            let put = try ServeWriteAPITests.put(b, "new\(i).example.com", fresh)
+            #expect(RawHTTP.status(put) == 201, "\(put)")
+        }
+        #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(a, "new2.example.com").body == fresh }, "\(a.log)")
+        #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(a, "new0.example.com").body == fresh }, "\(a.log)")
+    }
 }

@@ -24,6 +24,7 @@ enum PostgresSchema {
         revision bigserial PRIMARY KEY, kind text NOT NULL, host text NOT NULL, name text NOT NULL,
         at timestamptz NOT NULL DEFAULT now());
     CREATE TABLE IF NOT EXISTS aasa_schema (version integer NOT NULL);
+    CREATE TABLE IF NOT EXISTS aasa_store (id text NOT NULL);
     CREATE OR REPLACE FUNCTION aasa_file_changed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (OLD.host, OLD.name) IS DISTINCT FROM (NEW.host, NEW.name)) THEN
@@ -74,6 +75,15 @@ enum PostgresSchema {
         FOR EACH ROW EXECUTE FUNCTION aasa_challenge_changed();
     """
 
+    /// What tells this store from another that comes back at the same address: the id made with
+    /// its tables, the database's OID (a database dropped and made again, or restored into a new
+    /// one, has another) and, where this role may read it, the cluster's system identifier.
+    static func identity(_ c: PostgresConnection) throws(PostgresError) -> String {
+        let rows = try c.execute("SELECT (SELECT min(id) FROM aasa_store), (SELECT oid::text FROM pg_database WHERE datname = current_database())")
+        let system = (try? c.execute("SELECT system_identifier::text FROM pg_control_system()")).flatMap { $0.text(0, 0) } ?? ""
+        return (rows.text(0, 0) ?? "") + "/" + (rows.text(0, 1) ?? "") + "/" + system
+    }
+
     /// Makes what is missing, idempotently; throws a message when the store is newer than this server.
     static func prepare(_ c: PostgresConnection) throws(PostgresError) {
         try c.run("BEGIN; SELECT pg_advisory_xact_lock(\(lockKey));")
@@ -86,6 +96,8 @@ enum PostgresSchema {
                                     state: "aasa-schema", connectionLost: false)
             }
             if found == nil { try c.execute("INSERT INTO aasa_schema (version) VALUES (\(version))") }
+            // The store's identity, made once with its tables (``identity(_:)``).
+            try c.execute("INSERT INTO aasa_store (id) SELECT md5(random()::text || clock_timestamp()::text) WHERE NOT EXISTS (SELECT 1 FROM aasa_store)")
             try c.run("COMMIT")
         } catch {
             _ = try? c.run("ROLLBACK")

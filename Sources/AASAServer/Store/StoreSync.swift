@@ -33,6 +33,8 @@ final class StoreSync: @unchecked Sendable {
     private static let window: Int64 = 1000
     /// How long `aasa_changes` keeps a change (each replica prunes it when it connects).
     static let changeLogDays = 7
+    /// The identity of the store last followed (``PostgresSchema/identity(_:)``).
+    private var storeIdentity: String?
     /// Set by SIGHUP: the next pass loads everything.
     let fullLoadRequested = Atomic<Bool>(false)
     let stopping = Atomic<Bool>(false)
@@ -65,6 +67,15 @@ final class StoreSync: @unchecked Sendable {
             do throws(PostgresError) {
                 let c = try PostgresConnection(url: url)
                 try PostgresSchema.prepare(c)
+                let identity = try PostgresSchema.identity(c)
+                if let known = storeIdentity, known != identity {
+                    // Recreated, or restored from a backup: its change log starts again, and
+                    // revisions already applied would be taken for ones seen. Read it whole.
+                    log.warning("store: PostgreSQL came back as another database; reading it again whole")
+                    fullLoadRequested.store(true, ordering: .relaxed)
+                    recent = []
+                }
+                storeIdentity = identity
                 // The change log keeps a week: a replica away longer loads everything again.
                 try c.execute("DELETE FROM aasa_changes WHERE at < now() - interval '\(StoreSync.changeLogDays) days'")
                 // A challenge a replica left behind when it died mid-order: the CA gave up on it long ago.
@@ -119,7 +130,8 @@ final class StoreSync: @unchecked Sendable {
     private func catchUp(_ c: PostgresConnection) throws(PostgresError) {
         let bounds = try c.execute("SELECT coalesce(min(revision), 0), coalesce(max(revision), 0) FROM aasa_changes")
         let low = bounds.int64(0, 0) ?? 0, high = bounds.int64(0, 1) ?? 0
-        guard let applied, !fullLoadRequested.load(ordering: .relaxed), low <= applied + 1 || high == applied else {
+        // A change log that went back (a store restored from a backup) is read again whole too.
+        guard let applied, !fullLoadRequested.load(ordering: .relaxed), high >= applied, low <= applied + 1 || high == applied else {
             fullLoadRequested.store(false, ordering: .relaxed)
             try loadEverything(c, upTo: high)
             return
