@@ -138,10 +138,14 @@ package enum Socket {
     /// sd_listen_fds(3)): checked to be a listening TCP socket, made non-blocking (the accept
     /// loop relies on EAGAIN) and close-on-exec. Returns the address it is bound to.
     static package func adopt(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        // A descriptor that is not open (EBADF) or not a socket is the passer's mistake, not
+        // a bug here: an error, not ``check``'s trap.
         func option(_ name: Int32) throws(SystemError) -> Int32 {
             var value: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            _ = try check("getsockopt (descriptor \(fd))") { getsockopt(fd, SOL_SOCKET, name, &value, &length) }
+            guard getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 else {
+                throw SystemError("descriptor \(fd) passed as a listening socket: getsockopt", errno: errno)
+            }
             return value
         }
         let domain = try option(SO_DOMAIN)

@@ -38,6 +38,15 @@ import Glibc
         #expect(throws: SocketActivation.Problem.self) { try SocketActivation.listeners(pid: "42", count: "2", names: "admin:admin", ownPID: 42) }
     }
 
+    @Test func takingTheVariablesUnsetsThemSoChildrenDoNotInheritThem() throws {
+        setenv("LISTEN_PID", "\(getpid())", 1)
+        setenv("LISTEN_FDS", "1", 1)
+        setenv("LISTEN_FDNAMES", "http", 1)
+        #expect(try SocketActivation.take() == [PassedListener(fd: 3, kind: .http)])
+        #expect(getenv("LISTEN_PID") == nil && getenv("LISTEN_FDS") == nil && getenv("LISTEN_FDNAMES") == nil)
+        #expect(try SocketActivation.take().isEmpty)
+    }
+
     @Test func anAdoptedSocketMustBeListening() throws {
         let (fd, bound) = try Socket.listen(on: SocketAddress(parsing: "127.0.0.1:0"))
         defer { close(fd) }
