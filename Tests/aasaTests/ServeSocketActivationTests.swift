@@ -8,7 +8,7 @@ import Glibc
 /// Listening sockets passed as systemd passes them (docs/deployment.md, "systemd"), from
 /// `Tests/systemd/socket-activation.py`: descriptors from 3 on, LISTEN_FDS, LISTEN_PID equal to
 /// the server's own PID, LISTEN_FDNAMES.
-@Suite struct SocketActivationTests {
+@Suite struct ServeSocketActivationTests {
     @Test func aHeldSocketAcrossThreeRestartsRefusesNoConnection() throws {
         let server = try ServerProcess(workers: 1)
         let admin = try freePort()
