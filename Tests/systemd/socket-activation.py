@@ -11,7 +11,8 @@ on, LISTEN_FDS, LISTEN_PID equal to the child's own PID, LISTEN_FDNAMES), for th
       and while a client opens a new connection for every request, stops it with SIGTERM and
       starts it again COUNT times, each time waiting for /readyz on ADMIN_PORT. Prints one JSON
       line: requests, failures (refused, reset, anything but 200), the exit statuses, and the
-      longest wait of a request. Stops only the processes it started, by PID.
+      longest wait of a request (Host: AASA_TEST_HOST, default example.com). Stops only the
+      processes it started, by PID.
 """
 import fcntl
 import json
@@ -54,8 +55,9 @@ def once(names, argv):
 
 
 def http_get(port, path, timeout=10.0):
+    host = os.environ.get("AASA_TEST_HOST", "example.com")
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
-        c.sendall(f"GET {path} HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n".encode())
+        c.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while True:
             chunk = c.recv(65536)
