@@ -196,6 +196,10 @@ struct ServeCommand: ParsableCommand {
         c.cacheControl = dev ? "no-cache" : "public, max-age=\(maxAge)"
         c.shutdownGraceSeconds = try number(shutdownGrace, .shutdownGrace, env, minimum: 0) ?? 10
         c.drainDelaySeconds = try number(drainDelay, .drainDelay, env, minimum: 0) ?? 0
+        // A day at most: the milliseconds of delay + grace are computed, and must not overflow.
+        for (seconds, variable) in [(c.drainDelaySeconds, ServeVariable.drainDelay), (c.shutdownGraceSeconds, .shutdownGrace)] where seconds > 86_400 {
+            throw ValidationError("\(variable.flag ?? variable.rawValue) must be 86400 (a day) or less, got \(seconds)")
+        }
         c.transport.proxyProtocol = try proxyProtocol || env.flag(.proxyProtocol)
         if let perClient = try number(maxConnectionsPerClient, .maxConnectionsPerClient, env, minimum: 0) {
             c.transport.maxConnectionsPerClient = perClient
