@@ -35,7 +35,8 @@ ENV AASA_CONFIG=/config \
     AASA_CERTS=/certs \
     AASA_HTTPS=0.0.0.0:8443 \
     AASA_HTTP=0.0.0.0:8080 \
-    AASA_ADMIN=0.0.0.0:9090
+    AASA_ADMIN=0.0.0.0:9090 \
+    AASA_DRAIN_DELAY=5
 EXPOSE 8443 8080 9090
 # `aasa health` asks the admin listener for /healthz: no curl or shell in the image needed.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD ["aasa", "health"]

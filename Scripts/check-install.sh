@@ -11,6 +11,7 @@ fail() { echo "check-install: $*"; exit 1; }
 
 expected="bin/aasa
 lib/systemd/system/aasa.service
+lib/systemd/system/aasa.socket
 share/bash-completion/completions/aasa
 share/fish/vendor_completions.d/aasa.fish
 share/man/man1/aasa.1

@@ -66,8 +66,12 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("poll-interval"), help: "Seconds between passes of --watch poll (default: 30).")
     var pollInterval: Int?
 
-    @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM (default: 10).")
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds to finish requests after SIGTERM and the drain delay (default: 10).")
     var shutdownGrace: Int?
+
+    @Option(name: .customLong("drain-delay"),
+            help: "Seconds after SIGTERM during which /readyz answers 503 while the listeners still accept, each answer closing its connection, so balancers stop sending here first (default: 0).")
+    var drainDelay: Int?
 
     @Flag(help: "Obtain and renew certificates with ACME (RFC 8555) for sites no certificate covers; needs --certs.")
     var acme = false
@@ -148,29 +152,40 @@ struct ServeCommand: ParsableCommand {
         c.certsDirectory = c.storeURL != nil ? "" : certs ?? env[.certs] ?? (dev ? "certs-dev" : nil)
         c.defaultCertificate = defaultCert ?? env[.defaultCert]
 
+        // Sockets systemd passed (docs/deployment.md, "systemd"): each stands for its listener,
+        // so an address for the same listener is a contradiction; and they replace the default
+        // listeners (HTTPS on 8443, HTTP on 8080 with --dev), though not the admin one.
+        do { c.passedListeners = try SocketActivation.take() } catch { throw ValidationError("socket activation: \(error)") }
+        let passed = Set(c.passedListeners.map(\.kind))
         let httpsList = https.isEmpty ? env.list(.https) : https
         let httpList = http.isEmpty ? env.list(.http) : http
-        c.https = try addresses(httpsList.isEmpty ? ["0.0.0.0:8443"] : httpsList, https.isEmpty ? ServeVariable.https.rawValue : "--https")
-        c.http = try addresses(httpList.isEmpty && dev ? ["0.0.0.0:8080"] : httpList, http.isEmpty ? ServeVariable.http.rawValue : "--http")
+        for (kind, given, variable) in [(ListenerKind.https, !httpsList.isEmpty, https.first), (.http, !httpList.isEmpty, http.first),
+                                        (.admin, (admin ?? env[.admin]) != nil, admin)] where passed.contains(kind) && given {
+            let setting = named(variable, kind == .https ? .https : kind == .http ? .http : .admin)
+            throw ValidationError("\(setting) names an address for the \(kind.name) listener, but systemd passed that socket (LISTEN_FDNAMES): remove \(setting), or the socket from the unit")
+        }
+        c.https = try addresses(httpsList.isEmpty && passed.isEmpty ? ["0.0.0.0:8443"] : httpsList, https.isEmpty ? ServeVariable.https.rawValue : "--https")
+        c.http = try addresses(httpList.isEmpty && dev && passed.isEmpty ? ["0.0.0.0:8080"] : httpList, http.isEmpty ? ServeVariable.http.rawValue : "--http")
         if c.certsDirectory == nil {
             guard httpsList.isEmpty else { throw ValidationError("\(named(https.first, .https)) needs --certs DIR (or --dev)") }
+            guard !passed.contains(.https) else { throw ValidationError("the https socket systemd passed needs --certs DIR (or --dev)") }
             c.https = []
             FileHandleOutput.standardError.write("aasa serve: no --certs: the default HTTPS listener is not started\n")
-            guard !c.http.isEmpty else {
+            guard !c.http.isEmpty || passed.contains(.http) else {
                 throw ValidationError("nothing to serve: give --certs DIR for HTTPS, or --http ADDR:PORT (or use --dev)")
             }
         }
         let adminText = admin ?? env[.admin] ?? "127.0.0.1:9090"
-        c.admin = ServeCommand.adminOff.contains(adminText.lowercased()) ? nil
+        c.admin = passed.contains(.admin) || ServeCommand.adminOff.contains(adminText.lowercased()) ? nil
             : try addresses([adminText], admin == nil ? ServeVariable.admin.rawValue : "--admin").first
         c.apiTokenFile = adminTokenFile ?? env[.adminTokenFile]
         c.adminTLS = adminTLS ?? env[.adminTLS]
         if c.adminTLS != nil {
-            guard c.admin != nil else { throw ValidationError("--admin-tls needs the admin listener (--admin ADDR:PORT, not off)") }
+            guard c.hasAdmin else { throw ValidationError("--admin-tls needs the admin listener (--admin ADDR:PORT, not off)") }
             guard c.certsDirectory != nil else { throw ValidationError("--admin-tls needs certificates: --certs DIR or --store") }
         }
         if let file = c.apiTokenFile {
-            guard c.admin != nil else { throw ValidationError("--admin-token-file needs the admin listener (--admin ADDR:PORT, not off)") }
+            guard c.hasAdmin else { throw ValidationError("--admin-token-file needs the admin listener (--admin ADDR:PORT, not off)") }
             if let problem = ServeCommand.tokenFileProblem(file) {
                 throw ValidationError("\(named(adminTokenFile, .adminTokenFile)): \(file): \(problem)")
             }
@@ -182,6 +197,11 @@ struct ServeCommand: ParsableCommand {
         let maxAge = try number(cacheMaxAge, .cacheMaxAge, env, minimum: 0) ?? 3600
         c.cacheControl = dev ? "no-cache" : "public, max-age=\(maxAge)"
         c.shutdownGraceSeconds = try number(shutdownGrace, .shutdownGrace, env, minimum: 0) ?? 10
+        c.drainDelaySeconds = try number(drainDelay, .drainDelay, env, minimum: 0) ?? 0
+        // A day at most: the milliseconds of delay + grace are computed, and must not overflow.
+        for (seconds, variable) in [(c.drainDelaySeconds, ServeVariable.drainDelay), (c.shutdownGraceSeconds, .shutdownGrace)] where seconds > 86_400 {
+            throw ValidationError("\(variable.flag ?? variable.rawValue) must be 86400 (a day) or less, got \(seconds)")
+        }
         c.transport.proxyProtocol = try proxyProtocol || env.flag(.proxyProtocol)
         if let perClient = try number(maxConnectionsPerClient, .maxConnectionsPerClient, env, minimum: 0) {
             c.transport.maxConnectionsPerClient = perClient
@@ -216,8 +236,8 @@ struct ServeCommand: ParsableCommand {
         a.orderRate = try number(acmeOrderRate, .acmeOrderRate, env) ?? a.orderRate
         if let root = a.caRoot, access(root, R_OK) != 0 { throw ValidationError("\(named(acmeCARoot, .acmeCARoot)): cannot read \(root)") }
         let type = try acmeChallenge ?? env.value(.acmeChallenge) ?? .tlsALPN01
-        if type == .http01, c.http.isEmpty { throw ValidationError("--acme-challenge http-01 needs an --http listener (on port 80 of every site's address)") }
-        if type == .tlsALPN01, c.https.isEmpty { throw ValidationError("--acme-challenge tls-alpn-01 needs an --https listener") }
+        if type == .http01, c.http.isEmpty, !c.passedListeners.contains(where: { $0.kind == .http }) { throw ValidationError("--acme-challenge http-01 needs an --http listener (on port 80 of every site's address)") }
+        if type == .tlsALPN01, !c.servesHTTPS { throw ValidationError("--acme-challenge tls-alpn-01 needs an --https listener") }
         a.challenge = type
         let kid = acmeEABKid ?? env[.acmeEABKid]
         let key = acmeEABHMACKey ?? env[.acmeEABHMACKey]

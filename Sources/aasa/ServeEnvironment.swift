@@ -28,6 +28,7 @@ enum ServeVariable: String, CaseIterable {
     case watch = "AASA_WATCH"
     case pollInterval = "AASA_POLL_INTERVAL"
     case shutdownGrace = "AASA_SHUTDOWN_GRACE"
+    case drainDelay = "AASA_DRAIN_DELAY"
     case acme = "AASA_ACME"
     case acmeEmail = "AASA_ACME_EMAIL"
     case acmeDirectory = "AASA_ACME_DIRECTORY"

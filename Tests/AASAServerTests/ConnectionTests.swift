@@ -311,10 +311,11 @@ private let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nH
         #expect(rig.wire.writtenText.hasPrefix("HTTP/1.1 408 "))
     }
 
-    @Test func drainClosesAnIdleConnectionAtOnce() {
+    @Test func drainKeepsAnIdleConnectionUntilTheDelayIsOver() {
         let rig = ConnectionRig(listener: .http)
         _ = rig.arrive(request)
-        #expect(rig.connection.handle(.drain) == .close)
+        #expect(rig.connection.handle(.drain) != .close)
+        #expect(rig.connection.handle(.closeIdle) == .close)
     }
 
     @Test func aPeerThatReadsSteadilyButNeverDrainsTheOutputKeepsItBounded() {

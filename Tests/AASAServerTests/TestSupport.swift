@@ -45,8 +45,9 @@ final class InProcessServer {
 
     func stop() {
         guard let thread else { return }
-        state.draining.store(true, ordering: .releasing)
-        waker.signal()
+        // As the server stops: a drain without delay, run to its end on this thread.
+        DrainConductor(state: state, wakers: [waker], log: Log(minimum: .error))
+            .run(delay: 0, grace: state.shutdownGraceMilliseconds) { timeout in usleep(UInt32(timeout) * 1000); return false }
         pthread_join(thread, nil)
         self.thread = nil
         close(listener.fd)

@@ -214,13 +214,28 @@ final class SessionDriver {
         #expect(d.statuses == [200, 200])
     }
 
-    @Test func drainClosesAnIdleSessionButNotANewOne() {
+    @Test func aDrainedIdleSessionStaysOpenAndItsNextAnswerClosesIt() {
+        // During the drain's delay a keep-alive client may be sending its next request: it gets
+        // its answer, with Connection: close, and the connection closes after it.
+        let used = SessionDriver()
+        used.feed("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        used.session.drain(output: &used.output)
+        #expect(!used.session.isClosing)
+        used.feed("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(used.statuses == [200, 200])
+        #expect(used.text.components(separatedBy: "Connection: close\r\n").count == 2)
+        #expect(used.session.isClosing)
+    }
+
+    @Test func closeIdleClosesAnIdleSessionButNotANewOne() {
         let fresh = SessionDriver()
         fresh.session.drain(output: &fresh.output)
+        fresh.session.closeIdle()
         #expect(!fresh.session.isClosing)
         let used = SessionDriver()
         used.feed("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
         used.session.drain(output: &used.output)
+        used.session.closeIdle()
         #expect(used.session.isClosing)
         // A request already on its way when draining starts is answered with Connection: close.
         fresh.feed("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")

@@ -113,7 +113,7 @@ import Testing
         let expected: [String: [String]] = [
             "serve": ["--config", "--certs", "--https", "--http", "--admin", "--default-cert", "--workers", "--max-connections",
                       "--max-connections-per-client", "--http2", "--log-format", "--cache-max-age", "--metrics-sites", "--watch",
-                      "--poll-interval", "--shutdown-grace", "--acme-directory", "--acme-challenge", "--acme-order-rate",
+                      "--poll-interval", "--shutdown-grace", "--drain-delay", "--acme-directory", "--acme-challenge", "--acme-order-rate",
                       "--cdn-watch", "--cdn-base", "--cdn-interval", "--cdn-rate"],
             "check": ["--cdn-base", "--timeout", "--format"],
             "entitlements": ["--timeout", "--format"],

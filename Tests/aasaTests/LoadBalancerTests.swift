@@ -23,7 +23,7 @@ final class Balanced: @unchecked Sendable {
 
     init() throws {
         ports = try (0..<2).map { _ in ServerProcess.Ports(https: try freePort(), http: try freePort(), admin: try freePort()) }
-        instances = try ports.map { try ServerProcess(extraArguments: ["--proxy-protocol", "--shutdown-grace", "5"], ports: $0) }
+        instances = try ports.map { try ServerProcess(extraArguments: Balanced.arguments, ports: $0) }
         terminating = try freePort()
         passthrough = try freePort()
         directory = try TemporaryDirectory()
@@ -77,6 +77,10 @@ final class Balanced: @unchecked Sendable {
 
     deinit { stopAll() }
 
+    /// A drain delay well above haproxy's check interval × fall (100 ms × 1): the balancer sees
+    /// /readyz 503 and stops sending here before the listeners close (docs/deployment.md).
+    static let arguments = ["--proxy-protocol", "--shutdown-grace", "5", "--drain-delay", "2"]
+
     /// haproxy and both instances, stopped now: a test calls it on its way out, since the last
     /// reference may be dropped by a worker thread only after the test process has ended (the
     /// processes were left running then).
@@ -97,11 +101,23 @@ final class Balanced: @unchecked Sendable {
         return (status, RawHTTP.body(r.stdout))
     }
 
+    /// `count` requests on one keep-alive connection through the balancer (curl opens a new one
+    /// only when told `Connection: close`): each request's status, 0 for one that failed, and
+    /// curl's messages.
+    func fetchKeepingAlive(_ mode: Mode, count: Int) throws -> (statuses: [Int], errors: String) {
+        let port = mode == .terminating ? terminating : passthrough
+        let url = "https://example.com:\(port)\(wellKnown)"
+        let r = try Shell.run("/usr/bin/curl", ["-sS", "--http1.1", "--max-time", "30", "--interface", "127.0.0.2", "--cacert", TestCertificates.caFile,
+                                                "--resolve", "example.com:\(port):127.0.0.1", "-w", "%{http_code}\\n"]
+                                               + Array(repeating: [url, "-o", "/dev/null"], count: count).flatMap { $0 })
+        return (r.stdout.split(separator: "\n").map { Int($0) ?? 0 }, r.stderr)
+    }
+
     /// SIGTERM one instance, wait for it to exit, start it again on the same ports.
     func restart(_ i: Int) throws {
         let status = instances[i].stop(signal: SIGTERM, timeout: 10)
         #expect(status == 0)
-        instances[i] = try ServerProcess(extraArguments: ["--proxy-protocol", "--shutdown-grace", "5"], ports: ports[i])
+        instances[i] = try ServerProcess(extraArguments: Balanced.arguments, ports: ports[i])
     }
 }
 
@@ -122,6 +138,9 @@ final class Balanced: @unchecked Sendable {
         #expect(logs().contains(" 127.0.0.2 www.example.com \"GET \(wellKnown) HTTP/1.1\" 200 "))
     }
 
+    /// With a drain delay, no request is lost: neither a new connection (the balancer stopped
+    /// sending before the listeners closed) nor a keep-alive one (told `Connection: close`,
+    /// never closed under its client).
     @Test func aRollingRestartUnderLoadLosesNoRequest() throws {
         let lb = try Balanced()
         defer { lb.stopAll() }
@@ -133,7 +152,8 @@ final class Balanced: @unchecked Sendable {
         }
         let tally = Tally()
         let finished = DispatchSemaphore(value: 0)
-        let workers = [Balanced.Mode.terminating, .passthrough].map { mode in
+        // Three clients opening a new connection per request, two keeping theirs alive.
+        let oneShot = [Balanced.Mode.terminating, .passthrough, .passthrough].map { mode in
             Thread {
                 defer { finished.signal() }
                 for _ in 0..<2000 {
@@ -146,18 +166,38 @@ final class Balanced: @unchecked Sendable {
                 }
             }
         }
+        let keepAlive = [Balanced.Mode.terminating, .passthrough].map { mode in
+            Thread {
+                defer { finished.signal() }
+                for _ in 0..<2000 {
+                    tally.lock.lock(); let stop = tally.stop; tally.lock.unlock()
+                    if stop { return }
+                    let r: (statuses: [Int], errors: String) = (try? lb.fetchKeepingAlive(mode, count: 20)) ?? ([], "curl did not run")
+                    tally.lock.lock()
+                    tally.ok += r.statuses.filter { $0 == 200 }.count
+                    if r.statuses.count != 20 || r.statuses.contains(where: { $0 != 200 }) {
+                        tally.failed.append("\(mode) keep-alive: \(r.statuses) \(r.errors.prefix(300))")
+                    }
+                    tally.lock.unlock()
+                }
+            }
+        }
+        let workers = oneShot + keepAlive
         workers.forEach { $0.start() }
         // The workers stop however the restarts end (each within one request).
         defer { tally.lock.lock(); tally.stop = true; tally.lock.unlock() }
         usleep(500_000)
-        try lb.restart(0)
-        usleep(1_000_000)
-        try lb.restart(1)
-        usleep(1_000_000)
+        // Each replica restarted three times in turn, the other one serving meanwhile.
+        for _ in 0..<3 {
+            for i in 0..<2 {
+                try lb.restart(i)
+                usleep(500_000)
+            }
+        }
         tally.lock.lock(); tally.stop = true; tally.lock.unlock()
-        for _ in workers { #expect(finished.wait(timeout: .now() + 30) == .success, "a worker did not stop") }
+        for _ in workers { #expect(finished.wait(timeout: .now() + 60) == .success, "a worker did not stop") }
         tally.lock.lock(); defer { tally.lock.unlock() }
         #expect(tally.failed.isEmpty, "\(tally.failed.count) failed: \(tally.failed.prefix(5)); haproxy: \(lb.haproxyLog.text.suffix(2000)); instances: \(lb.instances.map { $0.log.suffix(3000) })")
-        #expect(tally.ok > 20)
+        #expect(tally.ok > 100)
     }
 }

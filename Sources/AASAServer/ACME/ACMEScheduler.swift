@@ -64,7 +64,7 @@ final class ACMEScheduler {
     private func run() {
         // With the store, nothing is decided before its first load: the snapshot is empty until then.
         while !state.ready.load(ordering: .acquiring) {
-            if state.draining.load(ordering: .relaxed) { return }
+            if state.isDraining { return }
             usleep(100_000)
         }
         var reported = false
@@ -76,8 +76,8 @@ final class ACMEScheduler {
                 // The store away at start: no order until it is back.
                 if !reported { log.error("acme: \(error); no certificates are ordered until it works (retrying every 5 s)") }
                 reported = true
-                for _ in 0..<50 where !state.draining.load(ordering: .relaxed) { usleep(100_000) }
-                if state.draining.load(ordering: .relaxed) { return }
+                for _ in 0..<50 where !state.isDraining { usleep(100_000) }
+                if state.isDraining { return }
             }
         }
         log.info("acme: \(configuration.challenge.rawValue) challenges, directory \(configuration.directory), at most \(configuration.orderRate) orders per 3 hours")
@@ -85,7 +85,7 @@ final class ACMEScheduler {
         // The hosts due, looked for again when the snapshot changes, after an order, and every
         // 5 s (renewals fall due with time): not five walks over 100 000 sites a second.
         var cached: (generation: Int, at: Int64, due: [String])?
-        while !state.draining.load(ordering: .relaxed) {
+        while !state.isDraining {
             syncSharedChallenges()
             let (snapshot, generation) = state.snapshots.load()
             let now = monotonicMilliseconds()

@@ -26,7 +26,7 @@ enum AdminResponder {
         case "/healthz":
             return .message(.ok, "ok\n", request: request, site: "")
         case "/readyz":
-            if state.draining.load(ordering: .relaxed) {
+            if state.isDraining {
                 return .message(.serviceUnavailable, "draining\n", request: request, site: "")
             }
             if !state.ready.load(ordering: .relaxed) {

@@ -124,7 +124,7 @@ final class CDNWatch: Sendable {
         let client = makeClient(log)
         var previous = first
         var generation = firstGeneration
-        while !server.draining.load(ordering: .relaxed) {
+        while !server.isDraining {
             var watched: [CDNSchedule.Watched]?
             var gone: [String]?
             if server.snapshots.generation != generation {

@@ -24,8 +24,10 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         case ready(UInt32)
         /// ``deadline`` passed.
         case deadline
-        /// The server is stopping.
+        /// The server is stopping: every answer from now on is the last on the connection.
         case drain
+        /// The drain's delay is over: an idle connection closes.
+        case closeIdle
     }
 
     /// What the connection asks of the loop.
@@ -129,6 +131,7 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
         case .ready(let events): keep = handle(events: events)
         case .deadline: keep = deadlineReached()
         case .drain: keep = drain()
+        case .closeIdle: keep = closeIfIdle()
         }
         if output.buffer.isEmpty, output.body == nil {
             if loop.spareOutput.capacity == 0 { swap(&output.buffer, &loop.spareOutput) } else { output.buffer = [] }
@@ -240,6 +243,15 @@ final class Connection<IO: ConnectionIO>: RequestDispatch {
     private func drain() -> Bool {
         guard stage == .open, let session else { return true }
         session.drain(output: &output)
+        if session.isClosing, allSent { return false }
+        return flush()
+    }
+
+    /// The drain's delay is over. A connection still in its PROXY header or TLS handshake has a
+    /// request on its way, and keeps its stage deadline. Returns false when it can close now.
+    private func closeIfIdle() -> Bool {
+        guard stage == .open, let session else { return true }
+        session.closeIdle()
         if session.isClosing, allSent { return false }
         return flush()
     }

@@ -65,7 +65,7 @@ final class ControlLoop {
         close(epfd)
     }
 
-    /// Returns when SIGTERM or SIGINT arrives; the caller then drains.
+    /// Returns when SIGTERM or SIGINT arrives; the caller then drains (``DrainConductor``).
     func run() {
         // Once the watches exist, every stamp is compared after the usual debounce (a file being
         // written when they were added is read once its writer is done, like any change).
@@ -93,7 +93,6 @@ final class ControlLoop {
                     switch readSignal() {
                     case SIGTERM, SIGINT:
                         log.info("signal received: stopping")
-                        state.draining.store(true, ordering: .releasing)
                         return
                     case SIGHUP:
                         log.info("SIGHUP: reloading")
@@ -223,6 +222,15 @@ final class ControlLoop {
     /// 100 000 sites"). Not after every reload: the few folders a change names free little.
     private func returnFreedMemory() {
         _ = malloc_trim(0)
+    }
+
+    /// While draining: waits at most `timeout` ms for another SIGTERM/SIGINT (a SIGHUP is read
+    /// and ignored: nothing is reloaded on the way out).
+    func nextStopSignal(timeout: Int32) -> Bool {
+        var fds = pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)
+        guard poll(&fds, 1, timeout) > 0 else { return false }
+        let signal = readSignal()
+        return signal == SIGTERM || signal == SIGINT
     }
 
     private func readSignal() -> Int32 {

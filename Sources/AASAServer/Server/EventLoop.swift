@@ -50,7 +50,8 @@ final class EventLoop {
     /// Accepting resumes at this time after running out of descriptors.
     private var acceptPausedUntil: Int64?
     private var descriptorShortageLogged = false
-    private var drainDeadline: Int64?
+    /// The drain's phases this loop has applied (``Drain``).
+    private var appliedPhase = Drain.Phase.serving
 
     init(id: Int, state: ServerState, listeners: [Listener], transport: TransportConfiguration, http1: HTTP1Configuration,
          http2: HTTP2Configuration? = nil, log: Log, accessLogFormat: LogFormat) throws(SystemError) {
@@ -110,16 +111,14 @@ final class EventLoop {
                 acceptPausedUntil = nil
                 resumeIfRoom()
             }
-            if state.draining.load(ordering: .relaxed) {
-                if drainStep() { break }
-            }
+            if state.phase != appliedPhase, follow(state.phase) { break }
         }
         for case let c? in connections { closeConnection(c) }
         context.flushAccessLog()
     }
 
-    /// Sleep until the earliest deadline; a second at most, so a drain's deadline and a
-    /// paused accept are looked at even when nothing else happens.
+    /// Sleep until the earliest deadline; a second at most, so a paused accept is looked at
+    /// even when nothing else happens (the drain's phases come with a wake-up).
     private func waitTimeout() -> Int32 {
         var until = context.clock.now + 1000
         if let next = timers.next { until = min(until, next) }
@@ -211,7 +210,7 @@ final class EventLoop {
     }
 
     private func resumeIfRoom() {
-        if !listenersActive, acceptPausedUntil == nil, !state.draining.load(ordering: .relaxed),
+        if !listenersActive, acceptPausedUntil == nil, appliedPhase < .sweeping,
            state.metrics.openConnections.load(ordering: .relaxed) < state.maxConnections {
             try? resumeListeners()
         }
@@ -272,12 +271,20 @@ final class EventLoop {
 
     // MARK: - Draining
 
-    /// One step of a graceful stop. Returns true when the loop may exit.
-    private func drainStep() -> Bool {
-        if drainDeadline == nil {
-            drainDeadline = context.clock.now + state.shutdownGraceMilliseconds
+    /// Applies the drain's phases this loop has not applied yet, in order (``Drain``). Returns
+    /// true once the loop is to end.
+    private func follow(_ phase: Drain.Phase) -> Bool {
+        if appliedPhase < .delaying, phase >= .delaying {
+            // Every answer from now on is the last on its connection (HTTP/1.1 `Connection:
+            // close`, HTTP/2 GOAWAY), and new sessions start that way; the listeners still accept.
             context.draining = true
-            // What the kernel already accepted for us is taken in and served, a request each:
+            appliedPhase = .delaying
+            for case let c? in connections where c.facts.listener != .admin {
+                apply(c, c.handle(.drain))
+            }
+        }
+        if appliedPhase < .sweeping, phase >= .sweeping {
+            // What the kernel already queued for us is taken in and served, a request each:
             // closing the listener would reset it after a balancer had sent it here, and a
             // rolling restart would lose it (a TLS handshake cut, under load).
             if listenersActive {
@@ -285,13 +292,18 @@ final class EventLoop {
             }
             for l in listeners where l.kind != .admin { Epoll.remove(epfd, l.fd) }
             listenersActive = false
+            // From here a closed connection no longer makes room to accept (``resumeIfRoom()``).
+            appliedPhase = .sweeping
             state.releaseListeners()
+            // A connection idle through the whole delay closes; one that has not sent its
+            // first request yet is a request on its way, and keeps its deadline.
             for case let c? in connections where c.facts.listener != .admin {
-                apply(c, c.handle(.drain))
+                apply(c, c.handle(.closeIdle))
             }
         }
-        // Every loop stays until the last client connection of any loop is done, so the admin
-        // listener (on loop 0) keeps answering /readyz with 503 while others drain.
-        return state.metrics.openConnections.load(ordering: .relaxed) == 0 || context.clock.now >= drainDeadline!
+        appliedPhase = phase
+        // Every loop stays until the conductor closes them all, so the admin listener (on loop 0)
+        // keeps answering /readyz with 503 while others drain.
+        return phase == .closed
     }
 }

@@ -20,6 +20,11 @@ public struct ServerConfiguration: Sendable {
     public var logFormat = LogFormat.text
     public var cacheControl = "public, max-age=3600"
     public var shutdownGraceSeconds = 10
+    /// `--drain-delay`: after SIGTERM, how long the listeners keep accepting while `/readyz`
+    /// answers 503, so balancers stop sending here first (docs/deployment.md).
+    public var drainDelaySeconds = 0
+    /// Listening sockets passed by systemd (socket activation), served instead of binding.
+    public var passedListeners: [PassedListener] = []
     /// Settings of each layer, each handed to the layer that reads it.
     public var transport = TransportConfiguration()
     public var http1 = HTTP1Configuration(targets: .associationFiles)
@@ -55,6 +60,11 @@ public struct ServerConfiguration: Sendable {
     /// certificates, `--acme` orders them, the API receives both), so an empty start is not a mistake.
     var mayStartEmpty: Bool { dev || acme != nil || apiTokenFile != nil || storeURL != nil }
 
+    /// An HTTPS listener, bound or passed.
+    public var servesHTTPS: Bool { !https.isEmpty || passedListeners.contains { $0.kind == .https } }
+    /// An admin listener, bound or passed.
+    public var hasAdmin: Bool { admin != nil || passedListeners.contains { $0.kind == .admin } }
+
     public init() {}
 }
 
@@ -72,7 +82,7 @@ public final class Server {
     private func builder(_ configuration: ServerConfiguration) -> SnapshotBuilder {
         SnapshotBuilder(configDirectory: configuration.configDirectory, certsDirectory: configuration.certsDirectory,
                         defaultCertificate: configuration.defaultCertificate, cacheControl: configuration.cacheControl,
-                        usesTLS: !configuration.https.isEmpty, log: log, keepsDocuments: configuration.dev)
+                        usesTLS: configuration.servesHTTPS, log: log, keepsDocuments: configuration.dev)
     }
 
     /// Runs until SIGTERM or SIGINT, then drains. Returns the process exit status.
@@ -136,7 +146,7 @@ public final class Server {
         // With the write API, the admin listener gets a loop of its own: a write's fsyncs then
         // hold up no client's request (docs/platforms.md).
         let workers = max(1, configuration.workers)
-        let adminLoop = configuration.apiTokenFile != nil && configuration.admin != nil
+        let adminLoop = configuration.apiTokenFile != nil && configuration.hasAdmin
         let state = ServerState(snapshot: snapshot, loops: workers + (adminLoop ? 1 : 0),
                                 maxConnections: configuration.maxConnections,
                                 shutdownGraceMilliseconds: Int64(configuration.shutdownGraceSeconds) * 1000, dev: dev,
@@ -148,6 +158,8 @@ public final class Server {
 
         var listeners: [Listener] = []
         do {
+            // Sockets systemd passed are served as they are, instead of binding (docs/deployment.md).
+            for passed in configuration.passedListeners { listeners.append(try adopt(passed)) }
             for address in configuration.https { listeners.append(try bind(address, .https)) }
             for address in configuration.http { listeners.append(try bind(address, .http)) }
             if let admin = configuration.admin { listeners.append(try bind(admin, .admin)) }
@@ -224,8 +236,8 @@ public final class Server {
                                      log: log, accessLogFormat: configuration.logFormat)
             } catch {
                 log.error("cannot start event loops: \(error)")
-                // The loops already running drain (nothing is ready yet) and end.
-                state.draining.store(true, ordering: .releasing)
+                // The loops already running end (nothing is ready yet).
+                state.publish(.closed)
                 for waker in wakers { waker.signal() }
                 for t in threads { pthread_join(t, nil) }
                 for l in listeners { close(l.fd) }
@@ -259,21 +271,15 @@ public final class Server {
         control.run()
         storeSync?.stopping.store(true, ordering: .relaxed)
 
-        // Draining: the loops stop accepting, finish, and exit within the grace period; the
-        // final flush of the logs gets what is left of it, at most 2 s (at least 0.1 s, so
-        // that a reader that keeps up gets the last lines even with --shutdown-grace 0).
-        let graceEnd = monotonicMilliseconds() + Int64(configuration.shutdownGraceSeconds) * 1000
-        for waker in wakers { waker.signal() }
-        // The last loop to stop watching the client listeners closes them (so a balancer's
-        // next connection is refused at once and goes to another replica, instead of waiting
-        // in the backlog of a process that will not accept it); after 2 s, this thread does.
-        let released = monotonicMilliseconds()
-        while state.loopsReleasedListeners.load(ordering: .acquiring) < threads.count, monotonicMilliseconds() - released < 2000 {
-            usleep(1000)
-        }
-        state.closeClientListeners()
-        // Logged once new connections are refused, which is what a reader of the line expects.
-        log.info("draining: finishing requests in flight (grace \(configuration.shutdownGraceSeconds) s)")
+        // Draining (docs/deployment.md, "Restarts that lose nothing"): not ready at once, the
+        // delay, the sweep of what the kernel queued, the requests in flight, within delay +
+        // grace; the final flush of the logs gets what is left of the grace, at most 2 s (at
+        // least 0.1 s, so that a reader that keeps up gets the last lines even with
+        // --shutdown-grace 0).
+        let graceEnd = monotonicMilliseconds() + Int64(configuration.drainDelaySeconds + configuration.shutdownGraceSeconds) * 1000
+        DrainConductor(state: state, wakers: wakers, log: log)
+            .run(delay: Int64(configuration.drainDelaySeconds) * 1000, grace: Int64(configuration.shutdownGraceSeconds) * 1000,
+                 nextSignal: control.nextStopSignal(timeout:))
         for t in threads { pthread_join(t, nil) }
         for l in listeners where l.kind == .admin { close(l.fd) }
         // The write API and the store's thread refer to the state that holds them: let go.
@@ -283,6 +289,14 @@ public final class Server {
         let now = monotonicMilliseconds()
         flushDeadline = max(now + 100, min(graceEnd, now + 2000))
         return 0
+    }
+
+    /// A socket systemd passed (socket activation). Its options are the socket unit's to set
+    /// (`DeferAcceptSec=`, `Backlog=`): the socket outlives this process.
+    private func adopt(_ passed: PassedListener) throws(SystemError) -> Listener {
+        let address = try Socket.adopt(passed.fd)
+        log.info("listening \(passed.kind.name) \(address) (passed by systemd, descriptor \(passed.fd))")
+        return Listener(fd: passed.fd, kind: passed.kind, address: address)
     }
 
     private func bind(_ address: SocketAddress, _ kind: ListenerKind) throws(SystemError) -> Listener {

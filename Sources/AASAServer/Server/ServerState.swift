@@ -10,10 +10,16 @@ final class ServerState: Sendable {
     let metrics: Metrics
     /// Sites loaded and listeners bound.
     let ready = Atomic<Bool>(false)
-    /// SIGTERM/SIGINT received: stop accepting, finish what is in flight.
-    let draining = Atomic<Bool>(false)
-    /// Loops that have stopped watching the client listeners after draining began; once all
-    /// have, the listening sockets are closed so new connections are refused at once.
+    /// The phase of the graceful stop (``Drain/Phase``), published by the control thread and
+    /// followed by every loop.
+    private let drainPhase = Atomic<UInt8>(Drain.Phase.serving.rawValue)
+    /// SIGTERM/SIGINT received: `/readyz` answers 503, and whatever runs on its own (the CDN
+    /// watch, ACME) stops.
+    var isDraining: Bool { phase != .serving }
+    var phase: Drain.Phase { Drain.Phase(rawValue: drainPhase.load(ordering: .acquiring)) ?? .closed }
+    func publish(_ phase: Drain.Phase) { drainPhase.store(phase.rawValue, ordering: .releasing) }
+    /// Loops that have swept (taken in what the kernel queued and stopped watching the client
+    /// listeners); once all have, the listening sockets are closed.
     let loopsReleasedListeners = Atomic<Int>(0)
     /// The event loops, all of which release the listeners when draining.
     let loops: Int
@@ -89,13 +95,19 @@ extension ServerState {
     /// A loop stopped watching the client listeners (it took in what the kernel had queued).
     /// The last one closes them at once: a connection that reached the backlog after its sweep
     /// would be reset, where one refused goes to another replica (a balancer retries a refused
-    /// connection, not one reset after it was established). Returns the loops released so far.
+    /// connection, not one reset after it was established). The drain's delay is what keeps
+    /// that window empty: by then the balancers have stopped sending here. A socket passed by
+    /// systemd is only closed, never shut down: its queue lives on in systemd's copy for the
+    /// next process (docs/deployment.md). Returns the loops released so far.
     @discardableResult
     func releaseListeners() -> Int {
         let released = loopsReleasedListeners.add(1, ordering: .acquiringAndReleasing).newValue
         if released == loops { closeClientListeners() }
         return released
     }
+
+    /// Whether every loop has swept (``releaseListeners()``).
+    var loopsSwept: Bool { loopsReleasedListeners.load(ordering: .acquiring) >= loops }
 
     /// Closes the client listeners, once whoever asks.
     func closeClientListeners() {

@@ -24,7 +24,7 @@ enum StartupCheck {
             return "config: --config \(config) is itself a site folder (it holds \(siteFiles.joined(separator: ", "))): "
                 + "give its parent, whose folders are named after the sites' hosts"
         }
-        guard !configuration.https.isEmpty, let certs = configuration.certsDirectory, !configuration.dev else { return nil }
+        guard configuration.servesHTTPS, let certs = configuration.certsDirectory, !configuration.dev else { return nil }
         if configuration.acme != nil, !DirectoryListing.isDirectory(certs) {
             // ACME writes its account and certificates there: made on first start.
             if mkdir(certs, 0o755) != 0, errno != EEXIST {
@@ -47,7 +47,7 @@ enum StartupCheck {
             return "config: no site in --config \(configuration.configDirectory): a site is a folder named after its host "
                 + "(example.com, *.example.org) holding apple-app-site-association or another association file"
         }
-        if !configuration.https.isEmpty, let certs = configuration.certsDirectory, snapshot.certificates.certificates.isEmpty {
+        if configuration.servesHTTPS, let certs = configuration.certsDirectory, snapshot.certificates.certificates.isEmpty {
             return "certs: no usable certificate in --certs \(certs) for the HTTPS listeners (NAME.crt + NAME.key, "
                 + "NAME/fullchain.pem + NAME/privkey.pem, or NAME/tls.crt + NAME/tls.key, with DNS names; the lines above name each file skipped and why)"
         }

@@ -91,10 +91,15 @@ final package class HTTP1Session: ProtocolSession {
     }
 
     package func drain(output: inout Output) {
+        // The next answer carries `Connection: close`, and the connection closes after it. An
+        // idle keep-alive connection stays open until ``closeIdle()``: closed now, a request
+        // its client is sending would be cut (RFC 9112 §9.6).
         draining = true
-        // Idle keep-alive connections close now; a client reusing one retries on a new one.
-        // A connection that has not yet sent its first request is not idle: it is a request
-        // on its way, and it gets its answer.
+    }
+
+    package func closeIdle() {
+        // A connection that has not yet sent its first request is not idle: it is a request on
+        // its way, and it gets its answer.
         if isIdle, requestsServed > 0 { isClosing = true }
     }
 

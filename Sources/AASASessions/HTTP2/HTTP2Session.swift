@@ -120,6 +120,10 @@ final package class HTTP2Session: ProtocolSession {
         produce(&output)
     }
 
+    /// Nothing to do: after the GOAWAY notice the connection closes by itself once the final
+    /// GOAWAY is out and its streams are done (``isFinished``).
+    package func closeIdle() {}
+
     private func sendFinalGoAway(_ output: inout Output) {
         // Newer streams are ignored from here on; those open are served.
         guard !isTerminated, let last = goAway.takeFinal(highestOpened: history.highestOpened) else { return }

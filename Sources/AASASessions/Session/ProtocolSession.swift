@@ -15,8 +15,14 @@ package protocol ProtocolSession: AnyObject {
     func peerClosed(output: inout Output)
     /// The deadline passed: answer or close as the protocol says (408, GOAWAY, …).
     func deadlineReached(output: inout Output)
-    /// Graceful stop: take no new request, finish those in flight (HTTP/2: GOAWAY).
+    /// Graceful stop: every answer from now on is the last on the connection (HTTP/1.1:
+    /// `Connection: close`; HTTP/2: GOAWAY, then the streams in flight finish). An idle
+    /// connection stays open: a request may be on its way (docs/serving.md, "Logs and signals").
     func drain(output: inout Output)
+    /// The end of a drain's delay: close if idle (HTTP/1.1, a connection that has answered a
+    /// request and has none in flight). A request on its way now is lost, as with any idle
+    /// close; clients that sent one during the delay were told to close already.
+    func closeIdle()
 
     /// Whether the connection should read more now, with `output` unwritten: false while that
     /// is at the session's own high-water mark, or after the session decided to close.

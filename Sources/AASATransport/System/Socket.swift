@@ -134,6 +134,32 @@ package enum Socket {
         }
     }
 
+    /// A listening socket another process made and passed down (systemd's socket activation,
+    /// sd_listen_fds(3)): checked to be a listening TCP socket, made non-blocking (the accept
+    /// loop relies on EAGAIN) and close-on-exec. Returns the address it is bound to.
+    static package func adopt(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        // A descriptor that is not open (EBADF) or not a socket is the passer's mistake, not
+        // a bug here: an error, not ``check``'s trap.
+        func option(_ name: Int32) throws(SystemError) -> Int32 {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 else {
+                throw SystemError("descriptor \(fd) passed as a listening socket: getsockopt", errno: errno)
+            }
+            return value
+        }
+        let domain = try option(SO_DOMAIN)
+        guard domain == AF_INET || domain == AF_INET6, try option(SO_TYPE) == Int32(SOCK_STREAM.rawValue) else {
+            throw SystemError("descriptor \(fd) is not a TCP socket", errno: EINVAL)
+        }
+        guard try option(SO_ACCEPTCONN) == 1 else { throw SystemError("descriptor \(fd) is not a listening socket", errno: EINVAL) }
+        let flags = try check("fcntl F_GETFL") { fcntl(fd, F_GETFL) }
+        _ = try check("fcntl F_SETFL") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        let descriptorFlags = try check("fcntl F_GETFD") { fcntl(fd, F_GETFD) }
+        _ = try check("fcntl F_SETFD") { fcntl(fd, F_SETFD, descriptorFlags | FD_CLOEXEC) }
+        return try localAddress(fd)
+    }
+
     static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
