@@ -135,6 +135,20 @@ private let token = "import-Token_7"
         #expect(files[0]["result"] as? String == "imported")
         #expect((files[0]["message"] as? String)?.contains("--dry-run: not written") == true)
         #expect(files[0]["version"] is NSNull, "nothing was written")
+        #expect(r.stderr.isEmpty, "no progress line when stderr is not a terminal: \(r.stderr)")
+    }
+
+    @Test func drawsAProgressLineOnATerminalOnly() throws {
+        let server = try origin()
+        let dir = try TemporaryDirectory()
+        // script(1) gives the command a terminal for stdout and stderr alike.
+        let command = [AASABinary.url.path, "import", "example.com", "--to", dir.url.path, "--connect", "127.0.0.1:\(server.https)",
+                       "--cacert", TestCertificates.caFile].map { "'\($0)'" }.joined(separator: " ")
+        let r = try Shell.run("/usr/bin/script", ["-qec", command, "/dev/null"])
+        #expect(r.status == 0, "\(r.stdout)")
+        #expect(r.stdout.contains("\r\u{1b}[K0/1 domains, 0 imported, 0 failed, 0 s") || r.stdout.contains("\r\u{1b}[K1/1 domains, 3 imported, 0 failed"),
+                "\(r.stdout.debugDescription)")
+        #expect(r.stdout.contains("1 domain: 3 imported, 0 unchanged, 1 absent, 0 invalid, 0 failed"))
     }
 
     @Test func writesThroughARealServersAPIWithItsTokenAndNeverOverwritesWithoutReplace() throws {
