@@ -57,41 +57,63 @@ package struct AssociationFetch: Sendable {
     /// What one request came to: an answer (after any redirects), or why there was none.
     private enum Step {
         case answer(HTTPResponse, url: HTTPURL, redirects: [String])
-        case failure(String, url: HTTPURL, redirects: [String])
+        /// `answered`: the host sent an HTTP answer (a redirect this client does not follow).
+        case failure(String, url: HTTPURL, redirects: [String], answered: Bool)
+
+        var answered: Bool {
+            switch self {
+            case .answer: return true
+            case .failure(_, _, _, let answered): return answered
+            }
+        }
+
+        /// The final answer's status, nil without one.
+        var status: Int? {
+            if case .answer(let response, _, _) = self { return response.status }
+            return nil
+        }
     }
 
     package func fetch(_ kind: AssociationFileKind, from host: String) -> Result {
         let deadline = monotonicMilliseconds() + Int64(options.timeoutSeconds * 1000)
         let first = get(HTTPURL(isSecure: true, host: host, target: kind.urlPath), host: host, deadline: deadline)
-        guard kind == .aasa, case .answer(let response, let url, let redirects) = first, response.status != 200 else {
-            return result(kind, first, host: host)
-        }
-        // Not 200 at the well-known location: the legacy one, as devices before the CDN tried it
-        // (docs/aasa-reference.md §3.1), within what is left of the file's time-out.
+        let firstResult = result(kind, first, host: host)
+        // Not 200 at the well-known location, though the host answered (a status, a redirect not
+        // followed): the legacy one, as devices before the CDN tried it (docs/aasa-reference.md
+        // §3.1), within what is left of the file's time-out. A host that did not answer at all
+        // (as `check`) is not asked again.
+        guard kind == .aasa, first.answered, first.status != 200 else { return firstResult }
         let legacy = get(HTTPURL(isSecure: true, host: host, target: AssociationFileKind.legacyAASAPath), host: host, deadline: deadline)
-        if case .answer(let l, _, _) = legacy, l.status == 200 {
+        if legacy.status == 200 {
             var r = result(kind, legacy, host: host)
             r.fromLegacyPath = true
             return r
         }
-        let problem = SiteCheck.statusProblem(response, host: host, path: kind.urlPath)
-        if case .answer(let l, _, _) = legacy, [404, 410].contains(response.status), [404, 410].contains(l.status) {
-            return Result(kind: kind, url: url.description, redirects: redirects,
-                          outcome: .absent("\(response.head.statusText) for GET \(kind.urlPath), \(l.head.statusText) for GET \(AssociationFileKind.legacyAASAPath)"))
+        if case .answer(let response, _, _) = first, case .answer(let l, _, _) = legacy,
+           [404, 410].contains(response.status), [404, 410].contains(l.status) {
+            var r = firstResult
+            r.outcome = .absent("\(response.head.statusText) for GET \(kind.urlPath), \(l.head.statusText) for GET \(AssociationFileKind.legacyAASAPath)")
+            return r
+        }
+        let problem: String
+        switch firstResult.outcome {
+        case .failed(let why), .absent(let why): problem = why
+        case .found: preconditionFailure("a 200 is not asked again")
         }
         let legacyText: String
         switch legacy {
         case .answer(let l, _, _): legacyText = l.head.statusText
-        case .failure(let why, _, _): legacyText = why
+        case .failure(let why, _, _, _): legacyText = why
         }
-        return Result(kind: kind, url: url.description, redirects: redirects,
-                      outcome: .failed("\(problem) (\(AssociationFileKind.legacyAASAPath) too: \(legacyText))"))
+        var r = firstResult
+        r.outcome = .failed("\(problem) (\(AssociationFileKind.legacyAASAPath) too: \(legacyText))")
+        return r
     }
 
     /// The verdict on one location's answer.
     private func result(_ kind: AssociationFileKind, _ step: Step, host: String) -> Result {
         switch step {
-        case .failure(let why, let url, let redirects):
+        case .failure(let why, let url, let redirects, _):
             return Result(kind: kind, url: url.description, redirects: redirects, outcome: .failed(why))
         case .answer(let response, let url, let redirects):
             func done(_ outcome: Outcome) -> Result { Result(kind: kind, url: url.description, redirects: redirects, outcome: outcome) }
@@ -118,25 +140,27 @@ package struct AssociationFetch: Sendable {
                 let client = try HTTPSClient(configuration)
                 response = try client.get(url, headers: [(name: RequestParser.ownCheckField, value: options.identity)], deadline: deadline)
             } catch {
-                return .failure(noAnswer(error, url: url, limit: configuration.maxBodyBytes), url: url, redirects: redirects)
+                return .failure(noAnswer(error, url: url, limit: configuration.maxBodyBytes), url: url, redirects: redirects,
+                                answered: redirects.count > 0)
             }
             // Apple's CDN gets nothing from a host whose certificate does not verify: neither does this.
             if let tls = response.tls, let failure = tls.verificationFailure {
-                return .failure(SiteCheck.certificateProblem(tls, failure, host: url.host), url: url, redirects: redirects)
+                return .failure(SiteCheck.certificateProblem(tls, failure, host: url.host), url: url, redirects: redirects,
+                                answered: redirects.count > 0)
             }
             guard (300...399).contains(response.status), response.status != 304, let location = response["Location"] else {
                 return .answer(response, url: url, redirects: redirects)
             }
             guard let next = AssociationFetch.resolve(location, against: url) else {
-                return .failure("\(response.head.statusText) to \(location.escapingControlCharacters), which is not a URL", url: url, redirects: redirects)
+                return .failure("\(response.head.statusText) to \(location.escapingControlCharacters), which is not a URL", url: url, redirects: redirects, answered: true)
             }
             guard next.isSecure else {
                 return .failure("\(response.head.statusText) to \(next), an http:// URL: only HTTPS redirects are followed (devices and Apple's CDN fetch over HTTPS only)",
-                                url: url, redirects: redirects)
+                                url: url, redirects: redirects, answered: true)
             }
             guard redirects.count < AssociationFetch.maximumRedirects else {
                 return .failure("\(response.head.statusText) to \(next): a redirect more than the \(AssociationFetch.maximumRedirects) followed",
-                                url: url, redirects: redirects)
+                                url: url, redirects: redirects, answered: true)
             }
             redirects.append(next.description)
             url = next
