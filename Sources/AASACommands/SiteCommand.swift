@@ -64,8 +64,12 @@ struct AdminOptions: ParsableArguments {
     }
 
     /// The token from `--token-file` or `AASA_TOKEN_FILE`, nil when neither names a file.
-    func token() throws -> String? {
-        let (path, source) = tokenFile.map { ($0, "--token-file") } ?? AdminOptions.environment("AASA_TOKEN_FILE").map { ($0, "AASA_TOKEN_FILE") } ?? ("", "")
+    func token() throws -> String? { try AdminOptions.token(file: tokenFile) }
+
+    /// The token from `file` (`--token-file`), else from `AASA_TOKEN_FILE`, nil when neither
+    /// names a file; `aasa import --admin` reads it the same way.
+    static func token(file: String?) throws -> String? {
+        let (path, source) = file.map { ($0, "--token-file") } ?? AdminOptions.environment("AASA_TOKEN_FILE").map { ($0, "AASA_TOKEN_FILE") } ?? ("", "")
         if path.isEmpty { return nil }
         let bytes: [UInt8]
         do { bytes = try InputFiles.read(path, limit: 1024 * 1024) } catch { throw ValidationError("\(source): \(error)") }

@@ -15,7 +15,7 @@ struct AASA: ParsableCommand {
         commandName: "aasa",
         abstract: "Host, validate and test apple-app-site-association files.",
         version: aasaVersion,
-        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, MonitorCommand.self, EntitlementsCommand.self, SiteCommand.self, CertCommand.self, HealthCommand.self, DevCertsCommand.self]
+        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, CheckCommand.self, MonitorCommand.self, ImportCommand.self, EntitlementsCommand.self, SiteCommand.self, CertCommand.self, HealthCommand.self, DevCertsCommand.self]
     )
 
     /// Every command exits 2 for bad usage (docs/validation.md, docs/check.md). ArgumentParser uses

@@ -44,10 +44,13 @@ public struct AdminClient: Sendable {
         return "/sites/" + host + (file.map { "/" + $0.fileName } ?? "")
     }
 
-    /// `PUT /sites/HOST/FILE` with the file as the body.
-    public func put(_ site: SiteName, _ file: AssociationFileKind, body: [UInt8], ifMatch: String? = nil) throws(HTTPClientError) -> HTTPResponse {
+    /// `PUT /sites/HOST/FILE` with the file as the body; `ifNoneMatch: "*"` stores it only when
+    /// the site has no such file yet (else `412`).
+    public func put(_ site: SiteName, _ file: AssociationFileKind, body: [UInt8], ifMatch: String? = nil,
+                    ifNoneMatch: String? = nil) throws(HTTPClientError) -> HTTPResponse {
         var headers = [(name: "Content-Type", value: file.contentType)]
         if let ifMatch { headers.append((name: "If-Match", value: ifMatch)) }
+        if let ifNoneMatch { headers.append((name: "If-None-Match", value: ifNoneMatch)) }
         return try send("PUT", AdminClient.sitePath(site, file), headers: headers, body: body, authorized: true)
     }
 

@@ -179,7 +179,7 @@ public struct SiteCheck: Sendable {
             if let tls = error.tls { setTLS(&report, tls, host: host) }
             guard let head = error.head, error.parseError == .bodyTooLarge(limit: configuration.maxBodyBytes) else {
                 if error.head == nil { report.unreachableCause = error.isTimeout ? "timeout" : "connect" }
-                report.set("status", .fail, "no complete HTTP response to GET \(SiteCheck.wellKnownPath): \(error.message)")
+                report.set("status", .fail, SiteCheck.noCompleteResponse(SiteCheck.wellKnownPath, error))
                 report.skipOrigin(after: "status")
                 return report
             }
@@ -214,7 +214,7 @@ public struct SiteCheck: Sendable {
 
         // 5. size
         if tooLarge != nil {
-            report.set("size", .fail, "over \(configuration.maxBodyBytes) bytes (reading stopped there); iOS stops after \(AASAFile.maximumSize) bytes (128 KB): shrink the file")
+            report.set("size", .fail, SiteCheck.readLimitProblem(configuration.maxBodyBytes))
             report.skipOrigin(after: "size")
             return report
         }
@@ -224,7 +224,7 @@ public struct SiteCheck: Sendable {
         } else if response.body.count <= AASAFile.maximumSize {
             report.set("size", .pass, "\(response.body.count) bytes (limit \(AASAFile.maximumSize))")
         } else {
-            report.set("size", .fail, "\(response.body.count) bytes: over the \(AASAFile.maximumSize)-byte limit (128 KB) after which iOS stops reading: shrink the file (fewer paths, broader components)")
+            report.set("size", .fail, SiteCheck.sizeProblem(response.body.count))
             // A device reads no further than the limit: the body is not validated.
             report.skipOrigin(after: "size")
             return report
@@ -260,7 +260,7 @@ public struct SiteCheck: Sendable {
     private func setTLS(_ report: inout HostReport, _ tls: TLSSummary, host: String) {
         if let failure = tls.verificationFailure {
             report.certificateFailure = failure
-            report.set("tls", .fail, "\(tls.protocolVersion), but the certificate does not verify for \(host): \(failure)\(SiteCheck.advice(failure, host: host))")
+            report.set("tls", .fail, SiteCheck.certificateProblem(tls, failure, host: host))
             return
         }
         guard let notAfter = tls.peerNotAfter else {
@@ -276,89 +276,11 @@ public struct SiteCheck: Sendable {
         }
     }
 
-    static package func advice(_ failure: String, host: String) -> String {
-        if failure.contains("expired") { return ": renew it" }
-        if failure.contains("hostname mismatch") || failure.contains("IP address mismatch") {
-            return ": the certificate's subjectAltName must name \(host)"
-        }
-        if failure.contains("issuer") || failure.contains("self-signed") || failure.contains("self signed") {
-            return ": serve the whole chain (leaf and intermediates) from a CA in the system trust store; Apple's CDN trusts no other"
-        }
-        return ""
-    }
-
-    static func tlsFailure(_ error: HTTPClientError, viaConnect: Bool) -> String {
-        switch error.phase {
-        case .connect where viaConnect:
-            return error.message
-        case .connect where error.isTimeout:
-            return "\(error.message): is a firewall dropping connections to port 443?"
-        case .connect:
-            return "\(error.message): the server must accept HTTPS on port 443"
-        default:
-            return error.message
-        }
-    }
-
-    static func statusProblem(_ response: HTTPResponse, host: String) -> String {
-        let status = response.head.statusText
-        if (300...399).contains(response.status) {
-            let location = response["Location"].map { " to \($0)" } ?? " (no Location)"
-            return "the file is behind a \(status)\(location): serve it on \(host) itself; Apple's CDN follows no redirect"
-        }
-        let said = bodyLine(response)
-        let answer = "\(status) for GET \(SiteCheck.wellKnownPath)" + (said.map { " (the server says \"\($0)\")" } ?? "")
-        if let said, refusesTheFile(said) {
-            // The file is there and the server refused it (`aasa serve` does so with a file that
-            // has errors): serving it again changes nothing, fixing it does.
-            return "\(answer): the server has the file but refuses to serve it: fix what it reports (aasa validate lists every finding)"
-        }
-        if response.status == 401 || response.status == 403 {
-            return "\(answer): the file must be public, with no authentication, bot protection or geo-blocking for \(SiteCheck.userAgent)"
-        }
-        if response.status >= 500 {
-            return "\(answer): the server failed; Apple's CDN takes only a 200 with the file"
-        }
-        return "\(answer): serve the file at \(SiteCheck.wellKnownPath) on \(host)"
-    }
-
-    /// Quoted bodies are cut here, in characters.
-    static let quotedBodyLimit = 200
-
-    /// The first non-blank line of a JSON or text body, control characters escaped and at most
-    /// ``quotedBodyLimit`` characters (then `…`); nil for an HTML page, another type, or a body
-    /// with nothing to read. A peer wrote it: it is bounded before it reaches a message.
-    static func bodyLine(_ response: HTTPResponse) -> String? {
-        let media = response["Content-Type"].map { String($0.prefix { $0 != ";" }).trimmingCharacters().lowercased() }
-        if let media {
-            let readable = media == "application/json" || media.hasSuffix("+json") || (media.hasPrefix("text/") && media != "text/html")
-            guard readable else { return nil }
-        }
-        // At most what the limit needs: four bytes a character, and the line breaks before it.
-        let text = String(decoding: response.body.prefix(64 * 1024), as: UTF8.self)
-        guard let line = text.split(whereSeparator: \.isNewline).lazy.map({ String($0).trimmingWhitespace() })
-            .first(where: { !$0.isEmpty }) else { return nil }
-        // No type given: a page is not quoted.
-        if media == nil, line.hasPrefix("<") { return nil }
-        let cut = line.count > quotedBodyLimit ? String(line.prefix(quotedBodyLimit)) + "…" : line
-        return cut.escapingControlCharacters
-    }
-
-    /// Whether the body's line says the file was refused rather than missing: `aasa serve`'s
-    /// "has errors and is not served", and the words other servers use for the same.
-    static func refusesTheFile(_ line: String) -> Bool {
-        let l = line.lowercased()
-        return ["has errors", "not served", "invalid", "rejected", "refused"].contains { l.contains($0) }
-    }
-
     private func setContentType(_ report: inout HostReport, _ response: HTTPResponse) {
         let type = response["Content-Type"]
         let media = type.map { String($0.prefix { $0 != ";" }).trimmingCharacters().lowercased() }
-        var start = response.body[...]
-        while let b = start.first, [0x20, 0x09, 0x0A, 0x0D].contains(b) { start = start.dropFirst() }
-        let opening = String(decoding: start.prefix(15), as: UTF8.self).lowercased()
-        if media == "text/html" || opening.hasPrefix("<!doctype") || opening.hasPrefix("<html") {
-            report.set("content-type", .fail, "the body is an HTML page (Content-Type: \(type ?? "none")), not the file: often a single-page app's fallback; serve the JSON file at this path")
+        if let html = SiteCheck.htmlProblem(response) {
+            report.set("content-type", .fail, html)
         } else if media == "application/json" {
             report.set("content-type", .pass, type ?? "")
         } else if let type {
@@ -462,21 +384,5 @@ private final class HostQueue: Sendable {
             n += 1
             return n - 1
         }
-    }
-}
-
-extension String {
-    fileprivate func trimmingWhitespace() -> String {
-        var s = Substring(self)
-        while s.first?.isWhitespace == true { s = s.dropFirst() }
-        while s.last?.isWhitespace == true { s = s.dropLast() }
-        return String(s)
-    }
-
-    fileprivate func trimmingCharacters() -> String {
-        var s = Substring(self)
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
-        return String(s)
     }
 }

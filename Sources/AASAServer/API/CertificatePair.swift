@@ -10,8 +10,8 @@ import Glibc
 /// ```
 /// NAME/tls.crt -> ..data/tls.crt
 /// NAME/tls.key -> ..data/tls.key
-/// NAME/..data  -> ..pair-TIME-RANDOM      (swapped by one rename)
-/// NAME/..pair-TIME-RANDOM/tls.crt, tls.key
+/// NAME/..data  -> ..pair-TIME-PID-RANDOM  (swapped by one rename)
+/// NAME/..pair-TIME-PID-RANDOM/tls.crt, tls.key
 /// ```
 ///
 /// A new pair is written whole into a folder of its own, each file synced, before the `..data`
@@ -25,7 +25,9 @@ enum CertificatePair {
     private static let pairPrefix = "..pair-"
 
     static func replace(in folder: String, chain: [UInt8], key: [UInt8], durable: Bool) throws(StoreError) {
-        let pairName = pairPrefix + FolderStore.temporaryName(for: "v").dropFirst()
+        var random: UInt64 = 0
+        arc4random_buf(&random, MemoryLayout<UInt64>.size)
+        let pairName = pairPrefix + "\(time(nil))-\(getpid())-" + String(random, radix: 36)
         let pair = folder + "/" + pairName
         guard mkdir(pair, 0o755) == 0 else { throw FolderStore.failure("mkdir \(pair)") }
         var swapped = false
@@ -37,12 +39,12 @@ enum CertificatePair {
         var links: [(temporary: String, name: String)] = []
         defer { for link in links where !swapped { unlink(link.temporary) } }
         for name in [keyFile, chainFile] where !isLink(folder + "/" + name, to: dataLink + "/" + name) {
-            let temporary = folder + "/" + FolderStore.temporaryName(for: name)
+            let temporary = folder + "/" + DurableFile.temporaryName(for: name)
             guard symlink(dataLink + "/" + name, temporary) == 0 else { throw FolderStore.failure("symlink \(temporary)") }
             links.append((temporary, name))
         }
         let previous = readLink(folder + "/" + dataLink)
-        let dataTemporary = folder + "/" + FolderStore.temporaryName(for: "data")
+        let dataTemporary = folder + "/" + DurableFile.temporaryName(for: "data")
         guard symlink(pairName, dataTemporary) == 0 else { throw FolderStore.failure("symlink \(dataTemporary)") }
         guard rename(dataTemporary, folder + "/" + dataLink) == 0 else {
             let e = errno

@@ -132,64 +132,24 @@ struct FolderStore: SiteStore {
         }
     }
 
-    /// `fsync` of a directory, so a rename or a new entry in it survives a crash.
+    /// A failed call of ``DurableFile``, as the store reports it.
+    static func failure(_ error: SystemError) -> StoreError {
+        failure(error.call, error.errno)
+    }
+
     static func syncDirectory(_ path: String) throws(StoreError) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw failure("open \(path)") }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw failure("fsync \(path)") }
+        do { try DurableFile.syncDirectory(path) } catch { throw failure(error) }
     }
 
     /// Makes `folder` when it is missing; true when it made it.
     @discardableResult
     static func makeFolder(_ folder: String, in parent: String, durable: Bool) throws(StoreError) -> Bool {
-        if mkdir(folder, 0o755) == 0 {
-            if durable { try syncDirectory(parent) }
-            return true
-        } else if errno != EEXIST {
-            throw failure("mkdir \(folder)")
-        }
-        return false
+        do { return try DurableFile.makeFolder(folder, in: parent, durable: durable) } catch { throw failure(error) }
     }
 
-    /// A temporary name no other writer uses at the same time, beginning with `.` (never read
-    /// as a site file or certificate).
-    static func temporaryName(for name: String) -> String {
-        var random: UInt64 = 0
-        arc4random_buf(&random, MemoryLayout<UInt64>.size)
-        return ".\(name).\(getpid()).\(String(random, radix: 36)).tmp"
-    }
-
+    /// Through a temporary file, fsync and rename (``DurableFile``).
     static func writeDurably(_ bytes: [UInt8], to name: String, in folder: String, mode: mode_t, durable: Bool = true) throws(StoreError) {
-        let temporary = folder + "/" + temporaryName(for: name)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw failure("create \(temporary)") }
-        var ok = false
-        defer {
-            if !ok { unlink(temporary) }
-        }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                close(fd)
-                throw failure("write \(temporary)", e)
-            }
-            written += n
-        }
-        // The mode asked for, whatever the umask took away (a key stays 0600, a file readable).
-        fchmod(fd, mode)
-        guard !durable || fsync(fd) == 0 else {
-            let e = errno
-            close(fd)
-            throw failure("fsync \(temporary)", e)
-        }
-        close(fd)
-        guard rename(temporary, folder + "/" + name) == 0 else { throw failure("rename \(temporary)") }
-        ok = true
-        if durable { try syncDirectory(folder) }
+        do { try DurableFile.write(bytes, to: name, in: folder, mode: mode, durable: durable) } catch { throw failure(error) }
     }
 
     /// Removes `name` from `folder`; false when it was not there.

@@ -104,7 +104,7 @@ final class WriteAPI: Sendable {
     // MARK: - Files
 
     /// The version a stored file is (or would be) served with: its ETag.
-    static func etag(_ bytes: [UInt8]) -> String { "\"" + Digest.sha256Hex(bytes).prefix(16) + "\"" }
+    static func etag(_ bytes: [UInt8]) -> String { Digest.entityTag(bytes) }
 
     private func getFile(_ site: SiteName, _ kind: AssociationFileKind, request: HTTPRequest) -> Answer {
         let stored: [UInt8]?

@@ -1,3 +1,4 @@
+import AASATransport
 import AASAClient
 
 /// An iOS configuration profile that installs the development CA (a `com.apple.security.root`

@@ -1,3 +1,4 @@
+import AASATransport
 import AASACore
 import AASAHTTP
 import AASASessions
@@ -22,7 +23,7 @@ public final class ServedVersion: Sendable {
     init(file: AssociationFile, lastModified: Int, cacheControl: String) {
         self.file = file
         self.body = file.bytes
-        self.etag = "\"" + Digest.sha256Hex(file.bytes).prefix(16) + "\""
+        self.etag = Digest.entityTag(file.bytes)
         self.lastModified = lastModified
         let common: [(name: String, value: String)] = [
             ("etag", etag), ("last-modified", HTTPDate.format(lastModified)), ("cache-control", cacheControl),

@@ -1,5 +1,5 @@
 import Testing
-@testable import AASAMonitor
+import AASAClient
 
 @Suite struct DomainListTests {
     @Test func aLineIsAHostThenAppsAndWhereToConnect() {
