@@ -11,7 +11,11 @@ import Glibc
 @Suite(.serialized, .enabled(if: PostgresCluster.isAvailable, "needs Debian's postgresql (make test-deps installs it)"))
 struct ServeStoreCopyTests {
     static func replica(_ url: String, tmp: URL, launcher: [String] = []) throws -> ServerProcess {
-        let server = try ServerProcess(sites: [:], extraArguments: [], launcher: launcher, environment: ["TMPDIR": tmp.path], store: url)
+        // The write API on, with the token the write API's tests use.
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-tokens-\(UUID().uuidString)")
+        try "backend:\(ServeWriteAPITests.token)\n".write(to: tokens, atomically: false, encoding: .utf8)
+        let server = try ServerProcess(sites: [:], extraArguments: ["--admin-token-file", tokens.path], launcher: launcher,
+                                       environment: ["TMPDIR": tmp.path], store: url)
         guard ServerProcess.waitFor(timeout: 15, { try server.admin("/readyz").status == 200 }) else {
             throw HarnessError(description: "replica not ready: \(server.log)")
         }
@@ -98,5 +102,26 @@ struct ServeStoreCopyTests {
         }
         #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(a, "new2.example.com").body == fresh }, "\(a.log)")
         #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(a, "new0.example.com").body == fresh }, "\(a.log)")
+    }
+
+    @Test func aWriteCommittedWhileTheLocalCopyCannotBeWrittenSaysSoAndIsServedOnceItCan() throws {
+        let pg = try PostgresCluster()
+        let tmp = try TemporaryDirectory()
+        // $TMPDIR on a small tmpfs of the replica's own mount namespace, filled through /proc.
+        let a = try Self.replica(pg.url, tmp: tmp.url, launcher: ["/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                                                                  #"mount -t tmpfs -o size=2m tmpfs "$TMPDIR" && exec "$0" "$@""#])
+        let b = try ServeStoreTests.replica(pg.url)
+        let fill = "/proc/\(a.process.processIdentifier)/root\(tmp.url.path)/fill"
+        let r = try Shell.run("/bin/bash", ["-c", "dd if=/dev/zero of='\(fill)' bs=4096 2>/dev/null; true"])
+        #expect(r.status == 0)
+        let file = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/full"}]}]}}"#
+        let put = try ServeWriteAPITests.put(a, "full.example.com", file)
+        #expect(RawHTTP.status(put) == 500, "\(put)")
+        #expect(put.contains("committed to the store"), "\(put)")
+        #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(b, "full.example.com").body == file })
+        let again = try ServeWriteAPITests.put(a, "full.example.com", file, headers: ["If-None-Match: *"])
+        #expect(RawHTTP.status(again) == 412, "\(again)")
+        unlink(fill)
+        #expect(ServeStoreTests.within(10) { try ServeWriteAPITests.served(a, "full.example.com").body == file }, "\(a.log)")
     }
 }

@@ -34,4 +34,7 @@ struct StoreError: Error, Sendable {
     var isUnavailable = false
     /// What is there would be served instead of what was written: 409, nothing written.
     var isConflict = false
+    /// The write was committed to a shared store (other replicas serve it), but this replica
+    /// could not make it its own (its local copy failed): 500 saying so, never "nothing changed".
+    var isCommitted = false
 }

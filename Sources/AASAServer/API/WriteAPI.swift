@@ -222,6 +222,11 @@ final class WriteAPI: Sendable {
 
     private func storeFailure(_ error: StoreError, request: HTTPRequest) -> Answer {
         log.error("api: store: \(error.message)")
+        if error.isCommitted {
+            // The row is the store's now: the next pass of the store's follower reads it again.
+            state.storeSync.withLock { $0 }?.retryCopy()
+            return WriteAPI.json(.internalServerError, error: "the write was committed to the store and the other replicas serve it, but this replica could not write its local copy (\(error.message)); it reads the store again and serves it once it can", request: request)
+        }
         if error.isConflict {
             return WriteAPI.json(.conflict, error: error.message, request: request)
         }

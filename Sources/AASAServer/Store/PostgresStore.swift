@@ -100,7 +100,9 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
         do {
             for change in changes { _ = try change.apply(to: copy) }
         } catch {
-            throw Attempt(error: error, beforeCommit: false)
+            var committed = error
+            committed.isCommitted = true
+            throw Attempt(error: committed, beforeCommit: false)
         }
         return result
     }
@@ -185,6 +187,14 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
 enum StoreChange: Sendable {
     case file(SiteName, AssociationFileKind, [UInt8]?)
     case certificate(String, chain: String?, key: String?, isACME: Bool = false)
+
+    /// The change log's key of the row (`aasa_changes`: kind, host, name).
+    var key: (kind: String, host: String, name: String) {
+        switch self {
+        case .file(let site, let kind, _): return ("file", site.description, kind.fileName)
+        case .certificate(let name, _, _, _): return ("certificate", "", name)
+        }
+    }
 
     /// Writes it into the copy, unless the copy already holds exactly that (a replica's own
     /// write comes back through the notification); the scope to read again, or nil.

@@ -35,6 +35,15 @@ final class StoreSync: @unchecked Sendable {
     static let changeLogDays = 7
     /// The identity of the store last followed (``PostgresSchema/identity(_:)``).
     private var storeIdentity: String?
+    /// Rows whose copy could not be written (a full $TMPDIR): read again by the next pass.
+    private var failedKeys: [(kind: String, host: String, name: String)] = []
+
+    /// A write committed through this replica whose copy failed: the next pass loads
+    /// everything, the row included (``WriteAPI``).
+    func retryCopy() {
+        fullLoadRequested.store(true, ordering: .relaxed)
+    }
+
     /// Set by SIGHUP: the next pass loads everything.
     let fullLoadRequested = Atomic<Bool>(false)
     let stopping = Atomic<Bool>(false)
@@ -152,6 +161,9 @@ final class StoreSync: @unchecked Sendable {
         }
         recent = recent.filter { $0 > newest - StoreSync.window }
         self.applied = newest
+        // Rows whose copy failed last time are read again with these.
+        for key in failedKeys where seen.insert(key.kind + "\u{0}" + key.host + "\u{0}" + key.name).inserted { keys.append(key) }
+        failedKeys = []
         guard !keys.isEmpty else { return }
         try followChallenges(c, names: keys.filter { $0.kind == "challenge" }.map { $0.host + "/" + $0.name })
         var scope = ReloadScope()
@@ -159,7 +171,8 @@ final class StoreSync: @unchecked Sendable {
             do {
                 if let s = try change.apply(to: copy) { scope.formUnion(s) }
             } catch {
-                log.error("store: cannot write the local copy: \(error.message)")
+                log.error("store: cannot write the local copy: \(error.message); tried again at the next pass")
+                failedKeys.append(change.key)
             }
         }
         if !scope.isEmpty { publisher.reload(scope) }
@@ -323,7 +336,8 @@ final class StoreSync: @unchecked Sendable {
                 _ = try change.apply(to: copy)
             } catch {
                 failures += 1
-                if failures <= 20 { log.error("store: cannot write the local copy: \(error.message)") }
+                if failures <= 20 { log.error("store: cannot write the local copy: \(error.message); tried again at the next pass") }
+                failedKeys.append(change.key)
             }
         }
         // What the copy holds that the store no longer does (a copy made at this start holds
