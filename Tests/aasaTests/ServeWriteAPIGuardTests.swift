@@ -217,6 +217,10 @@ private func appFile(_ path: String) -> String {
         // A wrong token: the 401 at once, the body never asked for.
         let refused = try RawHTTP.exchange(port: server.admin, head("wrong"), timeout: 5)
         #expect(RawHTTP.status(refused.text) == 401 && !refused.text.contains("100 Continue"), "\(refused.text)")
+        // The API off: 403 at once.
+        let off = try ServerProcess(sites: ["example.com": exampleCom])
+        let forbidden = try RawHTTP.exchange(port: off.admin, head(API.token), timeout: 5)
+        #expect(RawHTTP.status(forbidden.text) == 403 && !forbidden.text.contains("100 Continue"), "\(forbidden.text)")
         // A body over the limit: 413 at once, before any of it is sent.
         let tooLarge = Array("PUT /sites/c.example.com/\(aasaPath) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(API.token)\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n".utf8)
         let large = try RawHTTP.exchange(port: server.admin, tooLarge, timeout: 5)
