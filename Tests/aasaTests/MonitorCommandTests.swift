@@ -211,7 +211,8 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         let other = "AA:" + fingerprint.dropFirst(3)
         let world = try World.good(google: googleAnswer([("com.example.app", String(other))]))
         let r = try world.once()
-        #expect(line(r, "google").hasPrefix("warn: stale: Google does not list com.example.app (14:6D:E9:83…) yet; Google still lists com.example.app (AA:6D:E9:83…)"))
+        // Whole fingerprints, as the file and Google write them: what Play Console and keytool show.
+        #expect(line(r, "google") == "warn: stale: Google does not list com.example.app (\(fingerprint)) yet; Google still lists com.example.app (\(other)), which the origin's assetlinks.json no longer does")
 
         let bare = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom)],
                              google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
@@ -263,6 +264,38 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(try AASABinary.run(["monitor", "--domains", file, "--format", "json"]).status == 2)
         #expect(try AASABinary.run(["monitor", "--domains", file, "--once", "--timeout", "0"]).status == 2)
         #expect(try AASABinary.run(["monitor", "--domains", file, "--once", "--dal-base", "not a url"]).status == 2)
+    }
+
+    @Test func onceAsksTheCDNAndGoogleOncePerDomainHoweverLongThePassLasts() throws {
+        // The pass outlasts the interval (a hung origin holds its check for the time-out): the
+        // good domain, checked first, is due again meanwhile, and is still asked once.
+        let hung = try ScriptedServer(silent: true)
+        let world = try World.good()
+        let text = """
+        example.com connect=127.0.0.1:\(world.front.port)
+        hung.example connect=127.0.0.1:\(hung.port)
+        """
+        let r = try world.once(["--timeout", "2", "--interval", "1"], domains: text)
+        #expect(line(r, "cdn") == "pass: current", "\(r.stdout)")
+        #expect(world.cdn.requests.filter { $0.hasPrefix("GET /a/v1/example.com ") }.count == 1)
+        #expect(world.cdn.requests.filter { $0.hasPrefix("GET /a/v1/hung.example ") }.count == 1)
+        #expect(world.google.requests.filter { $0.contains("source.web.site=https://example.com&") }.count == 1)
+        #expect(world.google.requests.filter { $0.contains("source.web.site=https://hung.example&") }.count == 1)
+    }
+
+    @Test func googleIsNeverCurrentAgainstAnAssetLinksFileThatIsHTML() throws {
+        let html = ScriptedServer.response("200 OK", ["Content-Type: text/html"], body: "<html><body>Welcome</body></html>")
+        let world = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+                                       assetLinksPath: html],
+                              google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
+        let r = try world.once()
+        #expect(line(r, "assetlinks").hasPrefix("fail: "))
+        #expect(line(r, "google").hasPrefix("skip: pending: the origin has served no valid assetlinks.json to compare Google's list with"), "\(r.stdout)")
+        // An error status is no file either, nor a statement that there is none.
+        let failing = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+                                         assetLinksPath: ScriptedServer.response("503 Service Unavailable", body: "busy")],
+                                google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
+        #expect(line(try failing.once(), "google").hasPrefix("skip: pending: "))
     }
 
     @Test func anOriginThatNeverAnswersHoldsItsCheckForTheTimeoutOnly() throws {
@@ -420,7 +453,10 @@ private final class Changing: @unchecked Sendable {
         let domain = try #require((try monitor.status()["domains"] as? [[String: Any]])?.first)
         let story = (domain["story"] as? [[String: Any]] ?? []).compactMap { $0["event"] as? String }
         #expect(story.contains("the origin's version changed from \"v1\" to \"v2\""), "\(story)")
-        #expect(story.contains { $0.hasPrefix("Apple's CDN serves version \"v2\", ") && $0.hasSuffix(" after the origin changed to it") }, "\(story)")
+        // The change to current itself says how long the CDN took to serve the origin's version.
+        let caughtUp = try #require(story.first { $0.hasPrefix("cdn stale -> current") }, "\(story)")
+        #expect(caughtUp.hasPrefix("cdn stale -> current: the origin's version \"v2\" served by Apple's CDN after "), "\(story)")
+        #expect(caughtUp.range(of: #"after \d+s$"#, options: .regularExpression) != nil, "\(caughtUp)")
         let metrics = try monitor.get("/metrics").body
         #expect(metrics.contains("aasa_monitor_propagation_seconds_count 1\n"))
     }
