@@ -72,6 +72,8 @@ package struct DomainCheck: Sendable {
         package var dalBase: HTTPURL? = HTTPURL(isSecure: true, host: "digitalassetlinks.googleapis.com")
         /// `aasa/VERSION`, for the CDN and Google.
         package var userAgent = "aasa"
+        /// `--rate`: requests started per second at most, to the CDN and to Google each.
+        package var rate = 2
 
         package init() {}
     }
@@ -81,11 +83,17 @@ package struct DomainCheck: Sendable {
     package static let ownCheckHeaders = [(name: RequestParser.ownCheckField, value: "monitor")]
 
     package let settings: Settings
+    /// The CDN's and Google's requests each keep the rate on their own: a check starts on
+    /// schedule, but its CDN request comes after its origin's, whose length varies.
+    private let cdnPacer: Pacer
+    private let googlePacer: Pacer
     private let cdnClient: Result<HTTPSClient, HTTPClientError>
     private let googleClient: Result<HTTPSClient, HTTPClientError>?
 
     package init(settings: Settings) {
         self.settings = settings
+        cdnPacer = Pacer(rate: settings.rate)
+        googlePacer = Pacer(rate: settings.rate)
         var c = HTTPSClient.Configuration(timeoutSeconds: settings.timeoutSeconds, caFile: settings.cdnCAFile, userAgent: settings.userAgent)
         c.caFileKeepsSystemStore = true
         // An AASA file is at most 128 KB; a CDN that sends more is not sending one.
@@ -210,6 +218,7 @@ package struct DomainCheck: Sendable {
             var prefix = settings.cdnBase.target
             while prefix.hasSuffix("/") { prefix.removeLast() }
             let url = HTTPURL(isSecure: settings.cdnBase.isSecure, host: settings.cdnBase.host, port: settings.cdnBase.port, target: prefix + "/a/v1/" + host)
+            cdnPacer.wait()
             do throws(HTTPClientError) { return CDNAnswer(response: try client.get(url)) } catch { return CDNAnswer(error: error) }
         case .failure(let error):
             return CDNAnswer(outcome: .unreachable(cause: "tls", message: error.message))
@@ -228,6 +237,7 @@ package struct DomainCheck: Sendable {
         let url = HTTPURL(isSecure: base.isSecure, host: base.host, port: base.port,
                           target: prefix + "/v1/statements:list?source.web.site=https://\(host)&relation=\(GoogleView.relation)")
         let response: HTTPResponse
+        googlePacer.wait()
         do {
             response = try client.get(url)
         } catch {

@@ -85,6 +85,7 @@ package struct MonitorCommand: ParsableCommand {
         settings.caFile = cacert
         settings.cdnCAFile = cdnCACert
         settings.userAgent = "aasa/\(aasaVersion)"
+        settings.rate = rate
         if let cdnBase {
             do { settings.cdnBase = try HTTPURL(cdnBase) } catch { throw ValidationError("--cdn-base: \(error)") }
         }

@@ -283,6 +283,26 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(world.google.requests.filter { $0.contains("source.web.site=https://hung.example&") }.count == 1)
     }
 
+    @Test func theCDNAndGoogleEachKeepTheRateWhenHeldChecksAreLetGoAtOnce() throws {
+        // Eight origins hold their checks (accepted, never answered) until they all close at
+        // once: eight checks then reach their CDN and Google requests in the same instant.
+        let hung = try ScriptedServer(silent: true)
+        let cdn = try FakeCDN()
+        let google = try FakeCDN()
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("domains.txt", (0..<8).map { "d\($0).example connect=127.0.0.1:\(hung.port)\n" }.joined())
+        // Started 0.55 s apart at --rate 2: all eight under way after about 4 s.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 5.5) { hung.stop() }
+        let r = try AASABinary.run(["monitor", "--domains", file, "--once", "--rate", "2", "--timeout", "10",
+                                    "--cdn-base", cdn.base, "--dal-base", google.base], timeout: 120)
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(cdn.arrivals.count == 8)
+        #expect(google.arrivals.count == 8)
+        let cdnTimes = cdn.arrivals.map(\.time)
+        #expect(cdn.busiestSecond <= 2, "\(cdnTimes)")
+        #expect(google.busiestSecond <= 2, "\(google.arrivals.map(\.time))")
+    }
+
     @Test func googleIsNeverCurrentAgainstAnAssetLinksFileThatIsHTML() throws {
         let html = ScriptedServer.response("200 OK", ["Content-Type: text/html"], body: "<html><body>Welcome</body></html>")
         let world = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),

@@ -47,12 +47,8 @@ package struct CDNSchedule {
             timeoutMicroseconds = max(1, timeoutMilliseconds) * 1000
         }
 
-        /// 1/rate, and a tenth more (at most 20 ms): two starts exactly 1/rate apart can reach
-        /// the CDN closer together than that, after connects and handshakes of different lengths.
-        package var spacingMicroseconds: Int64 {
-            let exact = 1_000_000 / Int64(rate)
-            return exact + min(20_000, exact / 10)
-        }
+        /// Starts are at least this far apart (``Pacer/spacingMicroseconds(rate:)``).
+        package var spacingMicroseconds: Int64 { Pacer.spacingMicroseconds(rate: rate) }
 
         /// How soon a new site, or a site whose file changed, is checked: min(60 s, interval).
         package var soonMicroseconds: Int64 { min(60_000_000, intervalMicroseconds) }
