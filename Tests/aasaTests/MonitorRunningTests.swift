@@ -95,6 +95,33 @@ private final class Changing: @unchecked Sendable {
         #expect(Date().timeIntervalSince(started) < 10)
     }
 
+    @Test func theAdminListenerIsTheServersHTTP1SessionAndASlowClientHoldsUpNoOther() throws {
+        let world = try World.good()
+        let monitor = try MonitorProcess(["--domains", try world.domains(), "--dal-base", "off"] + world.arguments)
+        // A client that starts a request and never finishes it.
+        let slow = try RawHTTP.connect(port: monitor.admin)
+        defer { close(slow) }
+        RawHTTP.send(slow, Array("GET /heal".utf8))
+        let started = Date()
+        let health = try RawHTTP.exchange(port: monitor.admin, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(RawHTTP.status(health) == 200)
+        #expect(Date().timeIntervalSince(started) < 2, "held up by the slow client")
+        // One request a connection, said so.
+        #expect(RawHTTP.header("Connection", in: health)?.lowercased() == "close")
+        #expect(RawHTTP.header("Cache-Control", in: health) == "no-store")
+        // The slow one gets the server's 408 when its head's time is up, as aasa serve answers it.
+        let (bytes, closed) = RawHTTP.readToEnd(slow)
+        #expect(RawHTTP.status(String(decoding: bytes, as: UTF8.self)) == 408)
+        #expect(closed)
+        // What the session refuses, it refuses as the server does: a head over its limits is a 431.
+        let huge = try RawHTTP.exchange(port: monitor.admin, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n")
+        #expect(RawHTTP.status(huge) == 431, "\(huge.prefix(200))")
+        #expect(RawHTTP.status(try RawHTTP.exchange(port: monitor.admin, "POST /status HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n")) == 405)
+        let head = try RawHTTP.exchange(port: monitor.admin, "HEAD /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(RawHTTP.status(head) == 200)
+        #expect(head.hasSuffix("\r\n\r\n"), "a HEAD answer has no body")
+    }
+
     @Test func withTheJSONLogAChangeOfStateIsAnObjectNamingTheCheckHostAndStates() throws {
         let world = try World.good()
         let monitor = try MonitorProcess(["--domains", try world.domains(), "--log-format", "json"] + world.arguments)
