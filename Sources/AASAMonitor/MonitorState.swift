@@ -150,39 +150,19 @@ package struct MonitorState {
 
         // cdn
         for event in cdnEvents {
-            let status = schedule.sites[check.key]?.status
-            var detail = status?.detail(originKnown: record.lastGood != nil) ?? ""
-            var reason: String?
+            let (from, to, after): (String, CDNStatus.State, Int64)
             switch event {
             case .checked(let s):
                 count("cdn", s.rawValue)
                 continue
-            case .first(_, _, let to) where to == .current, .changed(_, _, let to, _) where to == .current:
-                // Caught up with a version the origin changed to: how long that took.
-                if let changedAt = record.changedAt, let version = record.changedTo, schedule.sites[check.key]?.served.etag == version {
-                    let took = wall - changedAt
-                    propagation.observe(Double(took) / 1000)
-                    reason = "the origin's version \(version) served by Apple's CDN after \(durationText(milliseconds: took))"
-                    detail = ": " + reason!
-                    record.changedAt = nil
-                    record.changedTo = nil
-                }
-            default:
-                break
+            case .first(_, _, let state): (from, to, after) = ("pending", state, wall - (previousCDN?.since ?? wall))
+            case .changed(_, let f, let t, let a): (from, to, after) = (f.rawValue, t, a)
             }
-            switch event {
-            case .first(_, _, let to):
-                record.tell(wall, "cdn pending -> \(to.rawValue)\(detail)")
-                if firstCDN.count(to) {
-                    changes.append(.change("cdn", host: host, from: "pending", to: to.rawValue, afterMilliseconds: wall - (previousCDN?.since ?? wall),
-                                           reason: reason, bad: to != .current))
-                }
-            case .changed(_, let from, let to, let after):
-                record.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue)\(detail)")
-                changes.append(.change("cdn", host: host, from: from.rawValue, to: to.rawValue, afterMilliseconds: after, reason: reason, bad: to != .current))
-            case .checked:
-                break
-            }
+            let reason = to == .current ? caughtUp(&record, key: check.key, wall: wall) : nil
+            let detail = reason.map { ": \($0)" } ?? schedule.sites[check.key]?.status.detail(originKnown: record.lastGood != nil) ?? ""
+            record.tell(wall, "cdn \(from) -> \(to.rawValue)\(detail)")
+            if case .first = event, !firstCDN.count(to) { continue }
+            changes.append(.change("cdn", host: host, from: from, to: to.rawValue, afterMilliseconds: after, reason: reason, bad: to != .current))
         }
 
         // google
@@ -206,6 +186,18 @@ package struct MonitorState {
         }
         records[check.key] = record
         return changes + summaries()
+    }
+
+    /// When the CDN, now `current`, serves the version the origin changed to: how long that took,
+    /// from the check that saw the origin's new version to this one (observed once in the
+    /// histogram); nil when no change is waiting for it.
+    private mutating func caughtUp(_ record: inout DomainRecord, key: String, wall: Int64) -> String? {
+        guard let changedAt = record.changedAt, let version = record.changedTo, schedule.sites[key]?.served.etag == version else { return nil }
+        let took = wall - changedAt
+        propagation.observe(Double(took) / 1000)
+        record.changedAt = nil
+        record.changedTo = nil
+        return "the origin's version \(version) served by Apple's CDN after \(durationText(milliseconds: took))"
     }
 
     /// Checks the schedule gave up on (no answer within the bound): their CDN state becomes

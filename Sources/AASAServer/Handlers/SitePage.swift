@@ -1,5 +1,4 @@
 import AASACore
-import AASAHTTP
 
 /// One page of the site list, as `/status` and the dashboard's `/api/sites` ask for it (docs/serving.md,
 /// "Admin listener"): at most ``maximumLimit`` sites in byte order of host, after a host, narrowed to a

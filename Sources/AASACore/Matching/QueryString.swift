@@ -1,5 +1,3 @@
-import AASACore
-
 /// A request target's query (RFC 3986 §3.4) as HTML forms encode it
 /// (`application/x-www-form-urlencoded`: `+` is a space), read by the admin endpoints and the
 /// dashboard's API, and `aasa monitor`'s admin listener.
