@@ -79,7 +79,11 @@ package final class MonitorAdmin: Sendable {
         // The session holds its dispatch unowned: it lives as long as this call.
         withExtendedLifetime(dispatch) {
             while true {
-                guard flush(&output, session, client), !session.isClosing else { return }
+                guard flush(&output, session, client) else { return }
+                if session.isClosing {
+                    if session.lingersOnClose { linger(client, &buffer) }
+                    return
+                }
                 if stop() {
                     session.drain(output: &output)
                     if session.isClosing { return }
@@ -102,6 +106,20 @@ package final class MonitorAdmin: Sendable {
                     return
                 }
             }
+        }
+    }
+
+    /// Closing with unread bytes from the peer would reset the connection and could destroy the
+    /// answer on its way (RFC 9112 §9.6): our side is shut, and what comes is read and dropped
+    /// until the peer closes, for a second at most.
+    private func linger(_ client: Int32, _ buffer: inout [UInt8]) {
+        shutdown(client, Int32(SHUT_WR))
+        let deadline = monotonicMilliseconds() + 1000
+        while monotonicMilliseconds() < deadline {
+            var p = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) >= 0 else { return }
+            let n = read(client, &buffer, buffer.count)
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return }
         }
     }
 
