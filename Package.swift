@@ -95,6 +95,7 @@ let package = Package(
                 "AASACore",
                 "AASAHTTP",
                 "AASAClient",
+                "AASASessions",
                 "AASATransport",
                 "AASACommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -12,7 +12,6 @@ RULES = [
     ("AASACommands", "AASASessions", "the commands do not serve"),
     ("AASASessions", "AASATransport", "a session is bytes in and bytes out: no sockets, no clock of its own"),
     ("AASAMonitor", "AASAServer", "the monitor does not serve: what it shares with serve's CDN watch lives in the client"),
-    ("AASAMonitor", "AASASessions", "the monitor's admin endpoint is a small loop of its own, not the server's sessions"),
     ("AASAServer", "AASAMonitor", "serve builds without the monitor"),
     ("AASAClient", "AASAServer", "the client is below the server"),
     ("AASAClient", "AASASessions", "the client reads responses with AASAHTTP, not the server's sessions"),

@@ -75,15 +75,7 @@ package struct CheckCommand: ParsableCommand {
                 w.key("url"); w.value(r.url)
                 w.key("ok"); w.value(r.ok)
                 w.key("checks")
-                w.beginArray()
-                for c in r.checks {
-                    w.beginObject()
-                    w.key("name"); w.value(c.name)
-                    w.key("status"); w.value(c.status.rawValue)
-                    w.key("message"); w.value(c.message)
-                    w.endObject()
-                }
-                w.endArray()
+                CheckLine.write(r.checks, to: &w)
                 w.key("diagnostics")
                 w.write(r.diagnostics)
                 w.key("cdn")

@@ -37,8 +37,28 @@ package struct DomainFindings: Sendable {
     /// Whether the bot-blocked probe ran, and what it found.
     package var botBlocked: Bool?
     package var cdn: CDNAnswer
+    /// The origin's `assetlinks.json`, as Google's list is compared with it.
+    package var assetLinks: AssetLinksReading
     /// nil with `--dal-base off`.
-    package var google: (state: GoogleStatus.State, differs: [String], detail: String?)?
+    package var google: GoogleAnswer?
+}
+
+/// What the origin's `assetlinks.json` said this time.
+package enum AssetLinksReading: Sendable, Equatable {
+    /// A valid file: its apps for App Links.
+    case statements(Set<GoogleView.App>)
+    /// 404 or 410: the origin has none.
+    case absent
+    /// No valid file to read (HTML, an error status, errors in the file, no answer): Google's
+    /// list is compared with the last valid one instead; the reason.
+    case unusable(String)
+}
+
+/// What Google's Digital Asset Links API answered.
+package enum GoogleAnswer: Sendable, Equatable {
+    case listed(Set<GoogleView.App>)
+    /// An error answer, or none: why.
+    case failing(String)
 }
 
 /// How the monitor checks one domain (docs/monitor.md).
@@ -52,6 +72,8 @@ package struct DomainCheck: Sendable {
         package var dalBase: HTTPURL? = HTTPURL(isSecure: true, host: "digitalassetlinks.googleapis.com")
         /// `aasa/VERSION`, for the CDN and Google.
         package var userAgent = "aasa"
+        /// `--rate`: requests started per second at most, to the CDN and to Google each.
+        package var rate = 2
 
         package init() {}
     }
@@ -61,11 +83,17 @@ package struct DomainCheck: Sendable {
     package static let ownCheckHeaders = [(name: RequestParser.ownCheckField, value: "monitor")]
 
     package let settings: Settings
+    /// The CDN's and Google's requests each keep the rate on their own: a check starts on
+    /// schedule, but its CDN request comes after its origin's, whose length varies.
+    private let cdnPacer: Pacer
+    private let googlePacer: Pacer
     private let cdnClient: Result<HTTPSClient, HTTPClientError>
     private let googleClient: Result<HTTPSClient, HTTPClientError>?
 
     package init(settings: Settings) {
         self.settings = settings
+        cdnPacer = Pacer(rate: settings.rate)
+        googlePacer = Pacer(rate: settings.rate)
         var c = HTTPSClient.Configuration(timeoutSeconds: settings.timeoutSeconds, caFile: settings.cdnCAFile, userAgent: settings.userAgent)
         c.caFileKeepsSystemStore = true
         // An AASA file is at most 128 KB; a CDN that sends more is not sending one.
@@ -102,7 +130,7 @@ package struct DomainCheck: Sendable {
         var checks = report.checks.filter { $0.name != "cdn" }
         let (botLine, blocked) = siteCheck(options).probeBot(report)
         checks.insert(botLine, at: (checks.firstIndex { $0.name == "status" } ?? 0) + 1)
-        let (assetLinksLine, originApps) = fetchAssetLinks(report)
+        let (assetLinksLine, assetLinks) = fetchAssetLinks(report)
         checks.append(assetLinksLine)
 
         var good: OriginVersion?
@@ -110,8 +138,8 @@ package struct DomainCheck: Sendable {
             good = OriginVersion(file: file, etag: report.etag)
         }
         let cdn = askCDN(domain.host)
-        let google = googleClient == nil ? nil : askGoogle(domain.host, origin: originApps)
-        return DomainFindings(report: report, checks: checks, good: good, botBlocked: blocked, cdn: cdn, google: google)
+        let google = googleClient == nil ? nil : askGoogle(domain.host)
+        return DomainFindings(report: report, checks: checks, good: good, botBlocked: blocked, cdn: cdn, assetLinks: assetLinks, google: google)
     }
 
     private func siteCheck(_ options: SiteCheck.Options) -> SiteCheck { SiteCheck(options: options) }
@@ -141,42 +169,46 @@ package struct DomainCheck: Sendable {
         return try? HTTPSClient(c)
     }
 
-    /// `/.well-known/assetlinks.json`, validated when it answers 200; its apps for Google's list
-    /// (nil: the origin has none).
-    private func fetchAssetLinks(_ report: HostReport) -> (CheckLine, Set<GoogleView.App>?) {
+    /// `/.well-known/assetlinks.json`, validated when it answers 200; what it says for Google's list.
+    private func fetchAssetLinks(_ report: HostReport) -> (CheckLine, AssetLinksReading) {
         let path = AssociationFileKind.assetLinks.urlPath
+        func skip(_ message: String) -> (CheckLine, AssetLinksReading) {
+            (CheckLine(name: "assetlinks", status: .skip, message: message), .unusable(message))
+        }
         guard let client = originClient(report, userAgent: SiteCheck.userAgent) else {
-            return (CheckLine(name: "assetlinks", status: .skip, message: "not run: the origin cannot be reached over verified TLS"), nil)
+            return skip("not run: the origin cannot be reached over verified TLS")
         }
         // The host's one time-out bounds the origin as a whole (docs/check.md): assetlinks.json gets
         // what the file, the legacy location and the bot-blocked probe left of it, so an origin that
         // holds every request holds its check for one --timeout, not two.
         if let deadline = report.originDeadline, deadline - monotonicMilliseconds() < 100 {
-            return (CheckLine(name: "assetlinks", status: .skip, message: "not run: the host's time-out (--timeout) was spent"), nil)
+            return skip("not run: the host's time-out (--timeout) was spent")
         }
         let response: HTTPResponse
         do {
             response = try client.get(HTTPURL(isSecure: true, host: report.host, target: path), headers: DomainCheck.ownCheckHeaders,
                                       deadline: report.originDeadline)
         } catch {
-            return (CheckLine(name: "assetlinks", status: .skip, message: "not validated: no complete answer for GET \(path) (\(error.message))"), nil)
+            return skip("not validated: no complete answer for GET \(path) (\(error.message))")
         }
         guard response.status == 200 else {
-            return (CheckLine(name: "assetlinks", status: .skip, message: "not validated: \(response.head.statusText) for GET \(path)"), nil)
+            let line = CheckLine(name: "assetlinks", status: .skip, message: "not validated: \(response.head.statusText) for GET \(path)")
+            // 404 and 410 say there is no file; any other status says nothing of what it holds.
+            return (line, response.status == 404 || response.status == 410 ? .absent : .unusable(line.message))
         }
         let file = AssociationFile(kind: .assetLinks, bytes: response.body)
         let first = file.diagnostics.first { $0.severity == .error } ?? file.diagnostics.first
         let firstText = first.map { "; first: \($0.line):\($0.column): \($0.message) [\($0.code.rawValue)]" } ?? ""
-        let apps = GoogleView.originApps(response.body)
-        let line: CheckLine
-        if file.errorCount > 0 {
-            line = CheckLine(name: "assetlinks", status: .fail, message: "\(path): \(counted(file.errorCount, "error")), \(counted(file.warningCount, "warning"))\(firstText)")
-        } else if file.warningCount > 0 {
-            line = CheckLine(name: "assetlinks", status: .warn, message: "\(path): valid, \(counted(file.warningCount, "warning"))\(firstText)")
-        } else {
-            line = CheckLine(name: "assetlinks", status: .pass, message: "\(path): valid, \(counted(apps?.count ?? 0, "app fingerprint", "app fingerprints")) for App Links")
+        // A file with errors (HTML, not JSON, not a statement list) is no statement of the origin's.
+        guard file.errorCount == 0, let apps = GoogleView.originApps(response.body) else {
+            let line = CheckLine(name: "assetlinks", status: .fail, message: "\(path): \(counted(file.errorCount, "error")), \(counted(file.warningCount, "warning"))\(firstText)")
+            return (line, .unusable(line.message))
         }
-        return (line, apps ?? [])
+        if file.warningCount > 0 {
+            return (CheckLine(name: "assetlinks", status: .warn, message: "\(path): valid, \(counted(file.warningCount, "warning"))\(firstText)"), .statements(apps))
+        }
+        return (CheckLine(name: "assetlinks", status: .pass, message: "\(path): valid, \(counted(apps.count, "app fingerprint", "app fingerprints")) for App Links"),
+                .statements(apps))
     }
 
     /// `{cdn-base}/a/v1/HOST`, as the server's CDN watch asks it.
@@ -186,36 +218,33 @@ package struct DomainCheck: Sendable {
             var prefix = settings.cdnBase.target
             while prefix.hasSuffix("/") { prefix.removeLast() }
             let url = HTTPURL(isSecure: settings.cdnBase.isSecure, host: settings.cdnBase.host, port: settings.cdnBase.port, target: prefix + "/a/v1/" + host)
+            cdnPacer.wait()
             do throws(HTTPClientError) { return CDNAnswer(response: try client.get(url)) } catch { return CDNAnswer(error: error) }
         case .failure(let error):
             return CDNAnswer(outcome: .unreachable(cause: "tls", message: error.message))
         }
     }
 
-    private func askGoogle(_ host: String, origin: Set<GoogleView.App>?) -> (state: GoogleStatus.State, differs: [String], detail: String?) {
+    private func askGoogle(_ host: String) -> GoogleAnswer {
         guard let base = settings.dalBase, let googleClient else { preconditionFailure("Google asked with --dal-base off") }
         let client: HTTPSClient
         switch googleClient {
         case .success(let c): client = c
-        case .failure(let error): return (.failing, [], "cannot load the trusted certificates: \(error.message)")
+        case .failure(let error): return .failing("cannot load the trusted certificates: \(error.message)")
         }
         var prefix = base.target
         while prefix.hasSuffix("/") { prefix.removeLast() }
         let url = HTTPURL(isSecure: base.isSecure, host: base.host, port: base.port,
                           target: prefix + "/v1/statements:list?source.web.site=https://\(host)&relation=\(GoogleView.relation)")
         let response: HTTPResponse
+        googlePacer.wait()
         do {
             response = try client.get(url)
         } catch {
-            return (.failing, [], "no answer from \(base.host): \(error.message)")
+            return .failing("no answer from \(base.host): \(error.message)")
         }
-        guard response.status == 200 else {
-            return (.failing, [], "Google answers \(response.head.statusText)")
-        }
-        guard let google = GoogleView.googleApps(response.body) else {
-            return (.failing, [], "Google's answer is not a statement list")
-        }
-        let (state, differs) = GoogleView.compare(google: google, origin: origin)
-        return (state, differs, nil)
+        guard response.status == 200 else { return .failing("Google answers \(response.head.statusText)") }
+        guard let google = GoogleView.googleApps(response.body) else { return .failing("Google's answer is not a statement list") }
+        return .listed(google)
     }
 }

@@ -51,12 +51,28 @@ package enum GoogleView {
     /// One app allowed to handle the site's URLs.
     package struct App: Hashable, Sendable, Comparable {
         package var packageName: String
-        /// Upper case, colon-separated, as both Google and the file write it.
+        /// Upper case, colon-separated, as Google writes it: what is compared.
         package var fingerprint: String
+        /// As the answer or file wrote it: what is shown, whole, so that a developer finds it
+        /// in Play Console or `keytool -list` output.
+        package var written: String
+
+        package init(packageName: String, fingerprint: String) {
+            self.packageName = packageName
+            self.fingerprint = fingerprint.uppercased()
+            written = fingerprint
+        }
+
+        package static func == (a: App, b: App) -> Bool { (a.packageName, a.fingerprint) == (b.packageName, b.fingerprint) }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(packageName)
+            hasher.combine(fingerprint)
+        }
 
         package static func < (a: App, b: App) -> Bool { (a.packageName, a.fingerprint) < (b.packageName, b.fingerprint) }
 
-        var text: String { "\(packageName) (\(fingerprint.prefix(11))…)" }
+        var text: String { "\(packageName) (\(written))" }
     }
 
     /// The apps of an `assetlinks.json` statement list for ``relation``: each `android_app`
@@ -69,7 +85,7 @@ package enum GoogleView {
                   let target = statement["target"], target["namespace"]?.stringValue == "android_app",
                   let name = target["package_name"]?.stringValue else { continue }
             for fingerprint in (target["sha256_cert_fingerprints"]?.arrayValue ?? []).prefix(maximumStatements) {
-                if let f = fingerprint.stringValue { apps.insert(App(packageName: name, fingerprint: f.uppercased())) }
+                if let f = fingerprint.stringValue { apps.insert(App(packageName: name, fingerprint: f)) }
             }
         }
         return apps
@@ -87,9 +103,30 @@ package enum GoogleView {
             if let r = statement["relation"]?.stringValue, r != relation { continue }
             guard let app = statement["target"]?["androidApp"], let name = app["packageName"]?.stringValue,
                   let fingerprint = app["certificate"]?["sha256Fingerprint"]?.stringValue else { continue }
-            apps.insert(App(packageName: name, fingerprint: fingerprint.uppercased()))
+            apps.insert(App(packageName: name, fingerprint: fingerprint))
         }
         return apps
+    }
+
+    /// Google's state after one check: its answer against `origin`, the origin's last usable
+    /// reading of `assetlinks.json` (this check's when it was valid or absent, else the last
+    /// valid one: a file that turns to HTML or errors is no statement that the apps went), or
+    /// `pending` when it never served a usable one: never `current` against an empty set read
+    /// from an error. `unusable` says why this check's file was not read.
+    package static func judge(_ answer: GoogleAnswer, origin: AssetLinksReading?, unusable: String?)
+        -> (state: GoogleStatus.State, differs: [String], detail: String?) {
+        switch (answer, origin) {
+        case (.failing(let why), _):
+            return (.failing, [], why)
+        case (.listed(let google), .statements(let apps)?):
+            let (state, differs) = compare(google: google, origin: apps)
+            return (state, differs, nil)
+        case (.listed(let google), .absent?):
+            let (state, differs) = compare(google: google, origin: nil)
+            return (state, differs, nil)
+        case (.listed, .unusable?), (.listed, nil):
+            return (.pending, [], "the origin has served no valid assetlinks.json to compare Google's list with" + (unusable.map { " (\($0))" } ?? ""))
+        }
     }
 
     /// The state of Google's list against the origin's (nil: the origin has no `assetlinks.json`).

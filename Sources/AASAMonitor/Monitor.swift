@@ -28,7 +28,8 @@ package final class Monitor: Sendable {
         state.withLock { $0.setDomains(domains, now: now, wall: wall) }
     }
 
-    /// Schedules until `stop` says so; with `once`, until every domain had its first check.
+    /// Schedules until `stop` says so; with `once` (a schedule of one pass), until every domain
+    /// had its check.
     /// `reload` is asked on every turn for a new list of domains.
     package func run(once: Bool, stop: () -> Bool, reload: () -> [MonitoredDomain]?) {
         while !stop() {
@@ -36,12 +37,12 @@ package final class Monitor: Sendable {
             let now = monotonicMicroseconds()
             let wall = wallClockMilliseconds()
             var starts: [(CDNSchedule.Check, MonitoredDomain)] = []
-            let (changes, wake, done) = state.withLock { s -> ([StateChange], Int64?, Bool) in
+            let (changes, wake, done) = state.withLock { s -> ([WatchLogLine], Int64?, Bool) in
                 let changes = s.expire(now: now, wall: wall)
-                if !once || s.schedule.pendingCount > 0 {
-                    while let check = s.schedule.start(now: now) {
-                        if let domain = s.records[check.key]?.domain { starts.append((check, domain)) }
-                    }
+                // With `once`, the schedule is one pass (``CDNSchedule/Settings/onePass``): each
+                // domain is started once, and nothing after.
+                while let check = s.schedule.start(now: now) {
+                    if let domain = s.records[check.key]?.domain { starts.append((check, domain)) }
                 }
                 return (changes, s.schedule.nextWake(now: now), once && s.schedule.pendingCount == 0 && s.schedule.inFlight == 0)
             }
@@ -70,32 +71,8 @@ package final class Monitor: Sendable {
         }
     }
 
-    /// One line per change of state, as the server's CDN watch writes them.
-    private func write(_ changes: [StateChange]) {
-        for c in changes {
-            if let summary = c.summary {
-                log.info(summary)
-                continue
-            }
-            let message = "\(c.check): \(c.host) \(c.from) -> \(c.to) after \(c.after)" + (c.reason.map { ": \($0)" } ?? "")
-            let level: Log.Level = c.bad ? .warning : .info
-            guard level >= log.minimum else { continue }
-            guard log.format == .json else {
-                if c.bad { log.warning(message) } else { log.info(message) }
-                continue
-            }
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("time"); w.value(HTTPDate.iso8601(milliseconds: wallClockMilliseconds()))
-            w.key("level"); w.value(level.rawValue)
-            w.key("message"); w.value(message)
-            w.key("check"); w.value(c.check)
-            w.key("host"); w.value(c.host)
-            w.key("from"); w.value(c.from)
-            w.key("to"); w.value(c.to)
-            w.key("after"); w.value(c.after)
-            w.endObject()
-            LogStream.standardError.write(w.output + "\n")
-        }
+    /// One line per change of state, as the server's CDN watch writes them (``WatchLogLine``).
+    private func write(_ lines: [WatchLogLine]) {
+        for line in lines { line.write(to: log) }
     }
 }

@@ -85,6 +85,7 @@ package struct MonitorCommand: ParsableCommand {
         settings.caFile = cacert
         settings.cdnCAFile = cdnCACert
         settings.userAgent = "aasa/\(aasaVersion)"
+        settings.rate = rate
         if let cdnBase {
             do { settings.cdnBase = try HTTPURL(cdnBase) } catch { throw ValidationError("--cdn-base: \(error)") }
         }
@@ -108,7 +109,7 @@ package struct MonitorCommand: ParsableCommand {
         // A check makes up to five requests, each bounded by the timeout: the schedule gives a
         // check up after all of them.
         var schedule = CDNSchedule.Settings(intervalSeconds: interval, rate: rate, timeoutMilliseconds: Int64(timeout * 1000) * 6)
-        schedule.spreadsFirstPass = !once
+        schedule.onePass = once
         let log = Log(format: format, minimum: once ? .error : .info)
         let monitor = Monitor(check: DomainCheck(settings: settings), schedule: schedule, log: log)
         monitor.setDomains(first)

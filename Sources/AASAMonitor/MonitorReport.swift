@@ -58,14 +58,6 @@ package enum MonitorReport {
         return w.output
     }
 
-    /// One domain, as `/status?domain=HOST` answers.
-    package static func domain(_ state: MonitorState, _ host: String) -> String? {
-        guard let record = state.records[host] else { return nil }
-        var w = JSONWriter()
-        write(record, cdn: state.schedule.sites[host]?.status, to: &w)
-        return w.output
-    }
-
     static func write(_ summary: Summary, to w: inout JSONWriter) {
         w.beginObject()
         w.key("domains"); w.value(summary.domains)
@@ -93,15 +85,7 @@ package enum MonitorReport {
         w.key("checkedAt"); w.value(record.origin.checkedAt.map { HTTPDate.iso8601(milliseconds: $0) })
         w.key("version"); w.value(record.origin.version)
         w.key("checks")
-        w.beginArray()
-        for c in record.origin.checks {
-            w.beginObject()
-            w.key("name"); w.value(c.name)
-            w.key("status"); w.value(c.status.rawValue)
-            w.key("message"); w.value(c.message)
-            w.endObject()
-        }
-        w.endArray()
+        CheckLine.write(record.origin.checks, to: &w)
         w.endObject()
         w.key("cdn")
         if let cdn { cdn.write(to: &w) } else { w.null() }
@@ -147,7 +131,7 @@ package enum MonitorReport {
                 case .failing, .unreachable: .fail
                 case .pending: .skip
                 }
-                line("\(host): cdn: \(verdict.rawValue): \(cdn.state.rawValue)\(MonitorState.detail(cdn, comparedWith: record.lastGood))")
+                line("\(host): cdn: \(verdict.rawValue): \(cdn.state.rawValue)\(cdn.detail(originKnown: record.lastGood != nil))")
             }
             if let g = record.google {
                 let verdict: CheckStatus = switch g.state {

@@ -36,6 +36,9 @@ package struct DomainRecord: Sendable {
     package var story: [StoryEvent] = []
     /// The last good file the origin served; the CDN's copy is compared with it.
     package var lastGood: OriginVersion?
+    /// The origin's last usable reading of `assetlinks.json` (valid, or absent); Google's list
+    /// is compared with it.
+    package var assetLinks: AssetLinksReading?
     /// When the origin's version last changed while watched, and to what: the CDN has not
     /// served that version yet.
     package var changedAt: Int64?
@@ -47,20 +50,6 @@ package struct DomainRecord: Sendable {
         story.append(StoryEvent(at: at, event: event))
         if story.count > DomainRecord.storyLength { story.removeFirst(story.count - DomainRecord.storyLength) }
     }
-}
-
-/// A change worth a log line: `origin: HOST ok -> failing after 3h12m` (as the server's CDN
-/// watch logs its changes, docs/apple-view.md).
-package struct StateChange: Sendable {
-    package var check: String
-    package var host: String
-    package var from: String
-    package var to: String
-    package var after: String
-    package var reason: String?
-    package var bad: Bool
-    /// Set for the count that ends a pass's first results (``FirstResults``): the line itself.
-    package var summary: String?
 }
 
 /// The monitor's state: the shared CDN schedule (which keeps each domain's CDN copy and decides
@@ -111,12 +100,12 @@ package struct MonitorState {
 
     /// Records one check's findings; returns the changes to log. Findings of a check the
     /// schedule gave up on (or of a domain dropped meanwhile) are ignored.
-    package mutating func finish(_ check: CDNSchedule.Check, _ findings: DomainFindings, now: Int64, wall: Int64) -> [StateChange] {
+    package mutating func finish(_ check: CDNSchedule.Check, _ findings: DomainFindings, now: Int64, wall: Int64) -> [WatchLogLine] {
         guard schedule.sites[check.key]?.checking == check.token, var record = records[check.key] else {
             _ = schedule.finish(check, findings.cdn, now: now, wall: wall)
             return []
         }
-        var changes: [StateChange] = []
+        var changes: [WatchLogLine] = []
         let host = check.host
 
         // The origin's version: the CDN's copy is compared with the last good file from now on.
@@ -154,41 +143,33 @@ package struct MonitorState {
         if state != old.state {
             record.tell(wall, "origin \(old.state.rawValue) -> \(state.rawValue)" + (reason.map { ": \($0)" } ?? ""))
             if old.state != .pending || firstOrigin.count(state) {
-                changes.append(StateChange(check: "origin", host: host, from: old.state.rawValue, to: state.rawValue,
-                                           after: durationText(milliseconds: wall - old.since), reason: reason, bad: state == .failing || state == .warn))
+                changes.append(.change("origin", host: host, from: old.state.rawValue, to: state.rawValue, afterMilliseconds: wall - old.since,
+                                       reason: reason, bad: state == .failing || state == .warn))
             }
         }
 
         // cdn
         for event in cdnEvents {
+            let (from, to, after): (String, CDNStatus.State, Int64)
             switch event {
             case .checked(let s):
                 count("cdn", s.rawValue)
-            case .first(_, _, let to):
-                let status = schedule.sites[check.key]?.status
-                record.tell(wall, "cdn pending -> \(to.rawValue)\(MonitorState.detail(status, comparedWith: record.lastGood))")
-                if firstCDN.count(to) {
-                    changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue,
-                                               after: durationText(milliseconds: wall - (previousCDN?.since ?? wall)), reason: nil, bad: to != .current))
-                }
-            case .changed(_, let from, let to, let after):
-                let status = schedule.sites[check.key]?.status
-                record.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue)\(MonitorState.detail(status, comparedWith: record.lastGood))")
-                changes.append(StateChange(check: "cdn", host: host, from: from.rawValue, to: to.rawValue,
-                                           after: durationText(milliseconds: after), reason: nil, bad: to != .current))
+                continue
+            case .first(_, _, let state): (from, to, after) = ("pending", state, wall - (previousCDN?.since ?? wall))
+            case .changed(_, let f, let t, let a): (from, to, after) = (f.rawValue, t, a)
             }
-        }
-        if let changedAt = record.changedAt, schedule.sites[check.key]?.status.state == .current,
-           schedule.sites[check.key]?.served.etag == record.changedTo {
-            let took = wall - changedAt
-            propagation.observe(Double(took) / 1000)
-            record.tell(wall, "Apple's CDN serves version \(record.changedTo ?? ""), \(durationText(milliseconds: took)) after the origin changed to it")
-            record.changedAt = nil
-            record.changedTo = nil
+            let reason = to == .current ? caughtUp(&record, key: check.key, wall: wall) : nil
+            let detail = reason.map { ": \($0)" } ?? schedule.sites[check.key]?.status.detail(originKnown: record.lastGood != nil) ?? ""
+            record.tell(wall, "cdn \(from) -> \(to.rawValue)\(detail)")
+            if case .first = event, !firstCDN.count(to) { continue }
+            changes.append(.change("cdn", host: host, from: from, to: to.rawValue, afterMilliseconds: after, reason: reason, bad: to != .current))
         }
 
         // google
-        if let g = findings.google, let oldGoogle = record.google {
+        var unusable: String?
+        if case .unusable(let why) = findings.assetLinks { unusable = why } else { record.assetLinks = findings.assetLinks }
+        if let answer = findings.google, let oldGoogle = record.google {
+            let g = GoogleView.judge(answer, origin: record.assetLinks, unusable: unusable)
             var status = GoogleStatus(state: g.state, since: g.state == oldGoogle.state ? oldGoogle.since : wall, checkedAt: wall)
             status.differs = g.differs
             status.detail = g.detail
@@ -198,9 +179,8 @@ package struct MonitorState {
                 let why = g.detail ?? (g.differs.isEmpty ? nil : g.differs.joined(separator: "; "))
                 record.tell(wall, "google \(oldGoogle.state.rawValue) -> \(g.state.rawValue)" + (why.map { ": \($0)" } ?? ""))
                 if oldGoogle.state != .pending || firstGoogle.count(g.state) {
-                    changes.append(StateChange(check: "google", host: host, from: oldGoogle.state.rawValue, to: g.state.rawValue,
-                                               after: durationText(milliseconds: wall - oldGoogle.since), reason: why,
-                                               bad: g.state == .stale || g.state == .failing))
+                    changes.append(.change("google", host: host, from: oldGoogle.state.rawValue, to: g.state.rawValue,
+                                           afterMilliseconds: wall - oldGoogle.since, reason: why, bad: g.state == .stale || g.state == .failing))
                 }
             }
         }
@@ -208,10 +188,22 @@ package struct MonitorState {
         return changes + summaries()
     }
 
+    /// When the CDN, now `current`, serves the version the origin changed to: how long that took,
+    /// from the check that saw the origin's new version to this one (observed once in the
+    /// histogram); nil when no change is waiting for it.
+    private mutating func caughtUp(_ record: inout DomainRecord, key: String, wall: Int64) -> String? {
+        guard let changedAt = record.changedAt, let version = record.changedTo, schedule.sites[key]?.served.etag == version else { return nil }
+        let took = wall - changedAt
+        propagation.observe(Double(took) / 1000)
+        record.changedAt = nil
+        record.changedTo = nil
+        return "the origin's version \(version) served by Apple's CDN after \(durationText(milliseconds: took))"
+    }
+
     /// Checks the schedule gave up on (no answer within the bound): their CDN state becomes
     /// `unreachable` (timeout); the origin keeps its last state.
-    package mutating func expire(now: Int64, wall: Int64) -> [StateChange] {
-        var changes: [StateChange] = []
+    package mutating func expire(now: Int64, wall: Int64) -> [WatchLogLine] {
+        var changes: [WatchLogLine] = []
         let events = schedule.expire(now: now, wall: wall)
         if events.isEmpty { return [] }
         for event in events {
@@ -220,46 +212,27 @@ package struct MonitorState {
             case .first(_, let host, let to):
                 records[host]?.tell(wall, "cdn pending -> \(to.rawValue): the check got no answer in time")
                 if firstCDN.count(to) {
-                    changes.append(StateChange(check: "cdn", host: host, from: "pending", to: to.rawValue, after: "0s", reason: "timeout", bad: true))
+                    changes.append(.change("cdn", host: host, from: "pending", to: to.rawValue, afterMilliseconds: 0, reason: "timeout", bad: true))
                 }
             case .changed(let host, let from, let to, let after):
                 records[host]?.tell(wall, "cdn \(from.rawValue) -> \(to.rawValue): the check got no answer in time")
-                changes.append(StateChange(check: "cdn", host: host, from: from.rawValue, to: to.rawValue,
-                                           after: durationText(milliseconds: after), reason: "timeout", bad: true))
+                changes.append(.change("cdn", host: host, from: from.rawValue, to: to.rawValue, afterMilliseconds: after, reason: "timeout", bad: true))
             }
         }
         return changes + summaries()
     }
 
     /// Once every domain has its first result: how many more of each state were not logged.
-    private mutating func summaries() -> [StateChange] {
+    private mutating func summaries() -> [WatchLogLine] {
         guard schedule.pendingCount == 0 else { return [] }
-        var out: [StateChange] = []
+        var out: [WatchLogLine] = []
         func add(_ check: String, _ counts: [(String, Int)]) {
-            for (state, more) in counts {
-                out.append(StateChange(check: check, host: "", from: "", to: state, after: "", reason: nil, bad: false,
-                                       summary: "\(check): \(more) more domains \(state) at their first check"))
-            }
+            for (state, more) in counts { out.append(WatchLogLine(.info, "\(check): \(more) more domains \(state) at their first check")) }
         }
         add("origin", firstOrigin.finish().map { ($0.0.rawValue, $0.1) })
         add("cdn", firstCDN.finish().map { ($0.0.rawValue, $0.1) })
         add("google", firstGoogle.finish().map { ($0.0.rawValue, $0.1) })
         return out
-    }
-
-    static func detail(_ status: CDNStatus?, comparedWith good: OriginVersion?) -> String {
-        guard let status else { return "" }
-        switch status.state {
-        case .stale where good == nil: return ": the origin has served no good file to compare the CDN's copy with"
-        case .stale: return ": the CDN still serves an older version (\(status.differs.joined(separator: "; ")))"
-        case .failing:
-            var text = ": the CDN answers \(status.httpStatus ?? 0)"
-            if let reason = status.failureReason { text += ", Apple-Failure-Reason: \(reason)" }
-            if let details = status.failureDetails { text += ", Apple-Failure-Details: \(details)" }
-            return text
-        case .unreachable: return ": \(status.failureReason ?? "") (\(status.failureDetails ?? ""))"
-        default: return ""
-        }
     }
 }
 

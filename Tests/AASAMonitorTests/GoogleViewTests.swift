@@ -31,8 +31,20 @@ private let fingerprint = "14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0
         #expect(GoogleView.compare(google: [], origin: []).state == .current)
         let (state, differs) = GoogleView.compare(google: [a], origin: [b])
         #expect(state == .stale)
-        #expect(differs == ["Google does not list com.example.app (CC:DD…) yet",
-                            "Google still lists com.example.app (AA:BB…), which the origin's assetlinks.json no longer does"])
-        #expect(GoogleView.compare(google: [a], origin: nil) == (.stale, ["Google lists com.example.app (AA:BB…), but the origin has no assetlinks.json"]))
+        #expect(differs == ["Google does not list com.example.app (CC:DD) yet",
+                            "Google still lists com.example.app (AA:BB), which the origin's assetlinks.json no longer does"])
+        #expect(GoogleView.compare(google: [a], origin: nil) == (.stale, ["Google lists com.example.app (AA:BB), but the origin has no assetlinks.json"]))
+    }
+
+    @Test func differsNamesWholeFingerprintsAsTheFileWritesThem() throws {
+        let file = """
+        [{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example.app", "sha256_cert_fingerprints": ["\(fingerprint.lowercased())"]}}]
+        """
+        let origin = try #require(GoogleView.originApps(Array(file.utf8)))
+        // The same app whatever the case; a different one named whole, as the file wrote it.
+        #expect(GoogleView.compare(google: [.init(packageName: "com.example.app", fingerprint: fingerprint)], origin: origin).state == .current)
+        let (state, differs) = GoogleView.compare(google: [], origin: origin)
+        #expect(state == .stale)
+        #expect(differs == ["Google does not list com.example.app (\(fingerprint.lowercased())) yet"])
     }
 }

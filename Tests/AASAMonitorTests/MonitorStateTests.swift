@@ -7,8 +7,10 @@ private let v1 = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example
 private let v2 = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/new/*"}]}]}}"#
 private let second: Int64 = 1_000_000
 
-/// What one check found: the origin serving `file` with `etag`, the CDN holding `cdn`.
-private func findings(_ file: String, etag: String, cdn: String) -> DomainFindings {
+/// What one check found: the origin serving `file` with `etag`, the CDN holding `cdn`, the
+/// origin's assetlinks.json read as `assetLinks`, Google answering `google`.
+private func findings(_ file: String, etag: String, cdn: String, assetLinks: AssetLinksReading = .absent,
+                      google: GoogleAnswer = .listed([])) -> DomainFindings {
     var report = HostReport(host: "example.com", url: "https://example.com/.well-known/apple-app-site-association")
     for name in HostReport.checkNames where name != "cdn" { report.set(name, .pass, "fine") }
     let aasa = AASAFile(bytes: Array(file.utf8))
@@ -16,11 +18,11 @@ private func findings(_ file: String, etag: String, cdn: String) -> DomainFindin
     report.etag = etag
     return DomainFindings(report: report, checks: report.checks.filter { $0.name != "cdn" }, good: OriginVersion(file: aasa, etag: etag),
                           botBlocked: nil, cdn: CDNAnswer(outcome: .response(status: 200, body: Array(cdn.utf8))),
-                          google: (.absent, [], nil))
+                          assetLinks: assetLinks, google: google)
 }
 
 /// Runs one check of example.com at `time` seconds, answering it with `f`.
-private func check(_ state: inout MonitorState, at time: Int64, _ f: DomainFindings) -> [StateChange] {
+private func check(_ state: inout MonitorState, at time: Int64, _ f: DomainFindings) -> [WatchLogLine] {
     guard let c = state.schedule.start(now: time * second) else { Issue.record("no check due at \(time) s"); return [] }
     return state.finish(c, f, now: time * second, wall: time * 1000)
 }
@@ -30,12 +32,12 @@ private func check(_ state: inout MonitorState, at time: Int64, _ f: DomainFindi
         var state = MonitorState(settings: .init(intervalSeconds: 3600, rate: 2), googleOn: true)
         state.setDomains([MonitoredDomain(host: "example.com", line: 1)], now: 0, wall: 0)
         let first = check(&state, at: 0, findings(v1, etag: "\"1\"", cdn: v1))
-        #expect(first.map { "\($0.check) \($0.from) -> \($0.to)" } == ["origin pending -> ok", "cdn pending -> current", "google pending -> absent"])
+        #expect(first.compactMap(\.change).map { "\($0.check) \($0.from) -> \($0.to)" } == ["origin pending -> ok", "cdn pending -> current", "google pending -> absent"])
         #expect(state.records["example.com"]?.origin.version == "\"1\"")
 
         // The origin changes; the CDN still holds the old file an hour later.
         let changed = check(&state, at: 3600, findings(v2, etag: "\"2\"", cdn: v1))
-        #expect(changed.map { "\($0.check) \($0.from) -> \($0.to)" } == ["cdn current -> stale"])
+        #expect(changed.compactMap(\.change).map { "\($0.check) \($0.from) -> \($0.to)" } == ["cdn current -> stale"])
         let story = state.records["example.com"]!.story.map(\.event)
         #expect(story.contains("the origin's version changed from \"1\" to \"2\""))
         #expect(state.schedule.sites["example.com"]?.status.differs.isEmpty == false)
@@ -43,9 +45,11 @@ private func check(_ state: inout MonitorState, at time: Int64, _ f: DomainFindi
         // Checked again soon after the change (within min(60 s, interval)), then the CDN catches up.
         #expect(state.schedule.nextWake(now: 3600 * second)! <= 3660 * second)
         _ = check(&state, at: 3660, findings(v2, etag: "\"2\"", cdn: v1))
-        _ = check(&state, at: 7260, findings(v2, etag: "\"2\"", cdn: v2))
+        let caughtUp = check(&state, at: 7260, findings(v2, etag: "\"2\"", cdn: v2))
         #expect(state.schedule.sites["example.com"]?.status.state == .current)
-        #expect(state.records["example.com"]!.story.last?.event == "Apple's CDN serves version \"2\", 1h1m after the origin changed to it")
+        // The change of state itself says how long that took, in the story and in the log.
+        #expect(state.records["example.com"]!.story.last?.event == "cdn stale -> current: the origin's version \"2\" served by Apple's CDN after 1h1m")
+        #expect(caughtUp.map(\.message) == ["cdn: example.com stale -> current after 1h1m: the origin's version \"2\" served by Apple's CDN after 1h1m"])
         #expect(state.propagation.count == 1)
         #expect(state.propagation.sum == 3660)
         #expect(state.checks["cdn"]?["current"] == 2)
@@ -70,5 +74,20 @@ private func check(_ state: inout MonitorState, at time: Int64, _ f: DomainFindi
         state.setDomains([], now: second, wall: 1000)
         #expect(state.finish(c, findings(v1, etag: "\"1\"", cdn: v1), now: 2 * second, wall: 2000).isEmpty)
         #expect(state.records.isEmpty)
+    }
+
+    @Test func googleIsComparedWithTheLastValidAssetLinksWhenTheFileTurnsBadAndPendingWhenThereWasNone() {
+        let a = GoogleView.App(packageName: "com.example.app", fingerprint: "AA:BB")
+        var state = MonitorState(settings: .init(intervalSeconds: 10, rate: 1000), googleOn: true)
+        state.setDomains([MonitoredDomain(host: "example.com", line: 1)], now: 0, wall: 0)
+        // HTML from the first check on: nothing to compare Google's (empty) list with.
+        _ = check(&state, at: 0, findings(v1, etag: "\"1\"", cdn: v1, assetLinks: .unusable("assetlinks.json: 1 error")))
+        #expect(state.records["example.com"]?.google?.state == .pending)
+        // A valid file, then HTML again: Google is still compared with the valid one.
+        _ = check(&state, at: 10, findings(v1, etag: "\"1\"", cdn: v1, assetLinks: .statements([a]), google: .listed([a])))
+        #expect(state.records["example.com"]?.google?.state == .current)
+        _ = check(&state, at: 20, findings(v1, etag: "\"1\"", cdn: v1, assetLinks: .unusable("assetlinks.json: 1 error"), google: .listed([])))
+        #expect(state.records["example.com"]?.google?.state == .stale)
+        #expect(state.records["example.com"]?.google?.differs == ["Google does not list com.example.app (AA:BB) yet"])
     }
 }

@@ -140,6 +140,19 @@ private let everyResult = [
         #expect(dns.stdout.hasPrefix("applinks:nowhere.invalid: unreachable: https://nowhere.invalid/.well-known/apple-app-site-association cannot be reached (dns): resolve: "), "\(dns.stdout)")
     }
 
+    @Test func aHostThatAnswersWithNoUsableHTTPResponseHasNoFileAndIsNotUnreachable() throws {
+        // A response head that never ends: the host was reached and answered, with nothing usable.
+        let endless = Array("HTTP/1.1 200 OK\r\n".utf8) + Array(repeating: Array("X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".utf8), count: 1500).flatMap { $0 }
+        let origin = try ScriptedServer { _ in endless }
+        let front = try TLSFront(backend: origin.port, certificatePEM: try TestCertificates.sitesPEM)
+        let r = try AASABinary.run(["entitlements", "--entitlement", "applinks:example.com", "--app", app, "--live",
+                                    "--connect", "127.0.0.1:\(front.port)", "--cacert", TestCertificates.caFile])
+        #expect(r.status == 1)
+        #expect(r.stdout.hasPrefix("applinks:example.com: no-file: https://example.com/.well-known/apple-app-site-association: status: "), "\(r.stdout)")
+        #expect(r.stdout.contains("is larger than 65536 bytes"), "\(r.stdout)")
+        #expect(!r.stdout.contains("(connect)"), "\(r.stdout)")
+    }
+
     @Test func badUsageAndUnreadableFilesExitWith2() throws {
         let (dir, configPath) = try config()
         #expect(try AASABinary.run(["entitlements", "--entitlement", "applinks:example.com", "--app", app]).status == 2, "no --config or --live")

@@ -5,77 +5,13 @@ import Testing
 import Glibc
 #endif
 
-private let wellKnown = "/.well-known/apple-app-site-association"
-private let assetLinksPath = "/.well-known/assetlinks.json"
-private let app = "ABCDE12345.com.example.app"
-private let fingerprint = "14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"
-private let monitoredAssetLinks = """
-[{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example.app", "sha256_cert_fingerprints": ["\(fingerprint)"]}}]
-"""
 
-/// Google's `statements:list` answer listing `apps` (package name, fingerprint).
-private func googleAnswer(_ apps: [(String, String)]) -> [UInt8] {
-    let statements = apps.map { name, f in
-        #"{"source": {"web": {"site": "https://example.com."}}, "relation": "delegate_permission/common.handle_all_urls", "target": {"androidApp": {"packageName": "\#(name)", "certificate": {"sha256Fingerprint": "\#(f)"}}}}"#
-    }
-    return ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: #"{"statements": [\#(statements.joined(separator: ","))], "maxAge": "3600s"}"#)
-}
-
-/// A monitor's world on loopback: an HTTPS origin for example.com (a scripted server behind
-/// haproxy's TLS, with a certificate from the test CA), Apple's CDN and Google's Digital Asset
-/// Links API as scripted servers.
-private struct World {
-    let origin: ScriptedServer
-    let front: TLSFront
-    let cdn: ScriptedServer
-    let google: ScriptedServer
-    let directory: TemporaryDirectory
-
-    init(origin reply: @escaping @Sendable ([UInt8]) -> [UInt8],
-         cdn: [UInt8] = ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
-         google: [UInt8] = googleAnswer([("com.example.app", fingerprint)])) throws {
-        origin = try ScriptedServer(reply: reply)
-        front = try TLSFront(backend: origin.port, certificatePEM: try TestCertificates.sitesPEM)
-        self.cdn = try ScriptedServer(routes: ["/a/v1/example.com": cdn])
-        self.google = try ScriptedServer(routes: ["/v1/statements:list": google])
-        directory = try TemporaryDirectory()
-    }
-
-    /// An origin answering by path.
-    init(routes: [String: [UInt8]], cdn: [UInt8] = ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
-         google: [UInt8] = googleAnswer([("com.example.app", fingerprint)])) throws {
-        try self.init(origin: { request in
-            let line = String(decoding: request.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
-            let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-            return routes[target] ?? ScriptedServer.response("404 Not Found", body: "no")
-        }, cdn: cdn, google: google)
-    }
-
-    /// The usual origin: the file and assetlinks.json, both good.
-    static func good(cdn: [UInt8] = ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
-                     google: [UInt8] = googleAnswer([("com.example.app", fingerprint)])) throws -> World {
-        try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json", "ETag: \"v1\""], body: exampleCom),
-                           assetLinksPath: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: monitoredAssetLinks)],
-                  cdn: cdn, google: google)
-    }
-
-    func domains(_ text: String? = nil) throws -> String {
-        try directory.write("domains.txt", text ?? "example.com connect=127.0.0.1:\(front.port) app=\(app)\n")
-    }
-
-    var arguments: [String] {
-        ["--cacert", TestCertificates.caFile, "--cdn-base", "http://127.0.0.1:\(cdn.port)", "--dal-base", "http://127.0.0.1:\(google.port)"]
-    }
-
-    func once(_ extra: [String] = [], domains text: String? = nil) throws -> CommandResult {
-        try AASABinary.run(["monitor", "--domains", try domains(text), "--once"] + arguments + extra, timeout: 120)
-    }
-}
-
-/// The `status: message` of one check of example.com in the text output.
-private func line(_ r: CommandResult, _ name: String, host: String = "example.com") -> String {
-    r.stdout.split(separator: "\n").first { $0.hasPrefix("\(host): \(name): ") }.map { String($0.dropFirst("\(host): \(name): ".count)) } ?? "(no \(name) line)\n\(r.stdout)"
-}
+private let wellKnown = monitorWellKnown
+private let assetLinksPath = monitorAssetLinksPath
+private let app = monitorApp
+private let fingerprint = monitorFingerprint
+private typealias World = MonitorWorld
+private func line(_ r: CommandResult, _ name: String, host: String = "example.com") -> String { monitorLine(r, name, host: host) }
 
 @Suite(.serialized) struct MonitorCommandTests {
     @Test func aWellServedDomainIsOkAtItsOriginCurrentAtTheCDNAndCurrentAtGoogle() throws {
@@ -211,7 +147,8 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         let other = "AA:" + fingerprint.dropFirst(3)
         let world = try World.good(google: googleAnswer([("com.example.app", String(other))]))
         let r = try world.once()
-        #expect(line(r, "google").hasPrefix("warn: stale: Google does not list com.example.app (14:6D:E9:83…) yet; Google still lists com.example.app (AA:6D:E9:83…)"))
+        // Whole fingerprints, as the file and Google write them: what Play Console and keytool show.
+        #expect(line(r, "google") == "warn: stale: Google does not list com.example.app (\(fingerprint)) yet; Google still lists com.example.app (\(other)), which the origin's assetlinks.json no longer does")
 
         let bare = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom)],
                              google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
@@ -265,6 +202,58 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(try AASABinary.run(["monitor", "--domains", file, "--once", "--dal-base", "not a url"]).status == 2)
     }
 
+    @Test func onceAsksTheCDNAndGoogleOncePerDomainHoweverLongThePassLasts() throws {
+        // The pass outlasts the interval (a hung origin holds its check for the time-out): the
+        // good domain, checked first, is due again meanwhile, and is still asked once.
+        let hung = try ScriptedServer(silent: true)
+        let world = try World.good()
+        let text = """
+        example.com connect=127.0.0.1:\(world.front.port)
+        hung.example connect=127.0.0.1:\(hung.port)
+        """
+        let r = try world.once(["--timeout", "2", "--interval", "1"], domains: text)
+        #expect(line(r, "cdn") == "pass: current", "\(r.stdout)")
+        #expect(world.cdn.requests.filter { $0.hasPrefix("GET /a/v1/example.com ") }.count == 1)
+        #expect(world.cdn.requests.filter { $0.hasPrefix("GET /a/v1/hung.example ") }.count == 1)
+        #expect(world.google.requests.filter { $0.contains("source.web.site=https://example.com&") }.count == 1)
+        #expect(world.google.requests.filter { $0.contains("source.web.site=https://hung.example&") }.count == 1)
+    }
+
+    @Test func theCDNAndGoogleEachKeepTheRateWhenHeldChecksAreLetGoAtOnce() throws {
+        // Eight origins hold their checks (accepted, never answered) until they all close at
+        // once: eight checks then reach their CDN and Google requests in the same instant.
+        let hung = try ScriptedServer(silent: true)
+        let cdn = try FakeCDN()
+        let google = try FakeCDN()
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("domains.txt", (0..<8).map { "d\($0).example connect=127.0.0.1:\(hung.port)\n" }.joined())
+        // Started 0.55 s apart at --rate 2: all eight under way after about 4 s.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 5.5) { hung.stop() }
+        let r = try AASABinary.run(["monitor", "--domains", file, "--once", "--rate", "2", "--timeout", "10",
+                                    "--cdn-base", cdn.base, "--dal-base", google.base], timeout: 120)
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(cdn.arrivals.count == 8)
+        #expect(google.arrivals.count == 8)
+        let cdnTimes = cdn.arrivals.map(\.time)
+        #expect(cdn.busiestSecond <= 2, "\(cdnTimes)")
+        #expect(google.busiestSecond <= 2, "\(google.arrivals.map(\.time))")
+    }
+
+    @Test func googleIsNeverCurrentAgainstAnAssetLinksFileThatIsHTML() throws {
+        let html = ScriptedServer.response("200 OK", ["Content-Type: text/html"], body: "<html><body>Welcome</body></html>")
+        let world = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+                                       assetLinksPath: html],
+                              google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
+        let r = try world.once()
+        #expect(line(r, "assetlinks").hasPrefix("fail: "))
+        #expect(line(r, "google").hasPrefix("skip: pending: the origin has served no valid assetlinks.json to compare Google's list with"), "\(r.stdout)")
+        // An error status is no file either, nor a statement that there is none.
+        let failing = try World(routes: [wellKnown: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom),
+                                         assetLinksPath: ScriptedServer.response("503 Service Unavailable", body: "busy")],
+                                google: ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: "{}"))
+        #expect(line(try failing.once(), "google").hasPrefix("skip: pending: "))
+    }
+
     @Test func anOriginThatNeverAnswersHoldsItsCheckForTheTimeoutOnly() throws {
         let hung = try ScriptedServer(silent: true)
         let world = try World.good()
@@ -279,198 +268,6 @@ private func line(_ r: CommandResult, _ name: String, host: String = "example.co
         #expect(took < 15, "took \(took) s")
         #expect(line(r, "tls", host: "hung.example").hasPrefix("fail: "))
         #expect(line(r, "status", host: "example.com").hasPrefix("pass: "))
-    }
-}
-
-/// `aasa monitor` running, its admin listener on a free port.
-private final class MonitorProcess {
-    let process = Process()
-    let admin: Int
-    private let stderr: OutputBuffer
-
-    init(_ arguments: [String]) throws {
-        admin = try freePort()
-        process.executableURL = AASABinary.url
-        process.arguments = ["monitor", "--admin", "127.0.0.1:\(admin)"] + arguments
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        stderr = OutputBuffer(err.fileHandleForReading)
-        try process.run()
-        guard stderr.wait(for: "admin on http://", timeout: 20) else {
-            process.stop(grace: 5)
-            throw HarnessError(description: "the monitor did not start: \(stderr.text)")
-        }
-    }
-
-    deinit { process.stop(grace: 5) }
-
-    var log: String { stderr.text }
-
-    func waitForLog(_ text: String, timeout: Double = 10) -> Bool { stderr.wait(for: text, timeout: timeout) }
-
-    /// Waits until the log holds `text` `count` times.
-    func waitForLog(_ text: String, count: Int, timeout: Double = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if log.components(separatedBy: text).count > count { return true }
-            usleep(20_000)
-        }
-        return false
-    }
-
-    func get(_ path: String) throws -> (status: Int, body: String) {
-        let response = try RawHTTP.exchange(port: admin, "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        return (RawHTTP.status(response) ?? 0, RawHTTP.body(response))
-    }
-
-    func status(_ query: String = "") throws -> [String: Any] {
-        let body = try get("/status\(query)").body
-        return try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
-    }
-}
-
-/// A file answer that a test may change while the monitor runs.
-private final class Changing: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: [UInt8]
-
-    init(_ value: [UInt8]) { self.value = value }
-
-    func set(_ v: [UInt8]) { lock.lock(); value = v; lock.unlock() }
-    func get() -> [UInt8] { lock.lock(); defer { lock.unlock() }; return value }
-}
-
-@Suite(.serialized) struct MonitorRunningTests {
-    @Test func theAdminListenerAnswersHealthReadinessMetricsAndStatusAndSIGTERMEndsItWithStatusZero() throws {
-        let world = try World.good()
-        let monitor = try MonitorProcess(["--domains", try world.domains(), "--interval", "60"] + world.arguments)
-        #expect(try monitor.get("/healthz").status == 200)
-        #expect(try monitor.get("/readyz").status == 200)
-        #expect(monitor.waitForLog("origin: example.com pending -> ok"))
-        #expect(monitor.waitForLog("cdn: example.com pending -> current"))
-        let status = try monitor.status()
-        #expect((status["summary"] as? [String: Any])?["ok"] as? Int == 1)
-        let metrics = try monitor.get("/metrics").body
-        #expect(metrics.contains("aasa_monitor_domains{check=\"origin\",state=\"ok\"} 1\n"))
-        #expect(metrics.contains("aasa_monitor_domains{check=\"cdn\",state=\"current\"} 1\n"))
-        #expect(metrics.contains("aasa_monitor_domains{check=\"google\",state=\"current\"} 1\n"))
-        #expect(metrics.contains("aasa_monitor_checks_total{check=\"origin\",result=\"ok\"} 1\n"))
-        #expect(metrics.contains("# TYPE aasa_monitor_propagation_seconds histogram\n"))
-        #expect(try monitor.get("/status?domain=nowhere.example").status == 404)
-        #expect(try monitor.get("/nothing").status == 404)
-        let started = Date()
-        #expect(monitor.process.stop(signal: SIGTERM, grace: 10) == 0)
-        #expect(Date().timeIntervalSince(started) < 10)
-    }
-
-    @Test func withTheJSONLogAChangeOfStateIsAnObjectNamingTheCheckHostAndStates() throws {
-        let world = try World.good()
-        let monitor = try MonitorProcess(["--domains", try world.domains(), "--log-format", "json"] + world.arguments)
-        #expect(monitor.waitForLog(#""check":"cdn""#))
-        let line = try #require(monitor.log.split(separator: "\n").first { $0.contains(#""check":"origin""#) })
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        #expect(object["host"] as? String == "example.com")
-        #expect(object["from"] as? String == "pending")
-        #expect(object["to"] as? String == "ok")
-        #expect(object["level"] as? String == "info")
-        #expect(object["after"] is String)
-    }
-
-    @Test func statusPagesAndFiltersTheDomains() throws {
-        let world = try World.good()
-        let hung = try ScriptedServer(silent: true)
-        let text = """
-        example.com connect=127.0.0.1:\(world.front.port)
-        a.example connect=127.0.0.1:\(hung.port)
-        b.example connect=127.0.0.1:\(hung.port)
-        """
-        let monitor = try MonitorProcess(["--domains", try world.domains(text), "--interval", "3", "--rate", "20", "--timeout", "1"] + world.arguments)
-        #expect(monitor.waitForLog("origin: b.example pending -> failing", timeout: 20))
-        #expect(monitor.waitForLog("origin: example.com pending -> ok", timeout: 20))
-        let first = try monitor.status("?limit=2")
-        #expect((first["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["a.example", "b.example"])
-        #expect(first["next"] as? String == "b.example")
-        let second = try monitor.status("?limit=2&after=b.example")
-        #expect((second["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["example.com"])
-        #expect(second["next"] is NSNull)
-        let failing = try monitor.status("?state=failing")
-        #expect((failing["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["a.example", "b.example"])
-        let one = try monitor.status("?domain=example.com")
-        #expect((one["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["example.com"])
-        #expect(try monitor.get("/status?state=sideways").status == 400)
-        #expect(try monitor.get("/status?limit=1001").status == 400)
-    }
-
-    @Test func anOriginChangeIsToldInTheStoryAndTheCDNCatchingUpSaysHowLongItTook() throws {
-        let file = Changing(ScriptedServer.response("200 OK", ["Content-Type: application/json", "ETag: \"v1\""], body: exampleCom))
-        let copy = Changing(ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: exampleCom))
-        let newer = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/new/*"}]}]}}"#
-        let world = try World(origin: { request in
-            String(decoding: request, as: UTF8.self).hasPrefix("GET \(wellKnown) ") ? file.get() : ScriptedServer.response("404 Not Found", body: "no")
-        })
-        let cdn = try ScriptedServer { _ in copy.get() }
-        let monitor = try MonitorProcess(["--domains", try world.domains(), "--interval", "2", "--dal-base", "off",
-                                          "--cacert", TestCertificates.caFile, "--cdn-base", "http://127.0.0.1:\(cdn.port)"])
-        #expect(monitor.waitForLog("cdn: example.com pending -> current"))
-        file.set(ScriptedServer.response("200 OK", ["Content-Type: application/json", "ETag: \"v2\""], body: newer))
-        #expect(monitor.waitForLog("cdn: example.com current -> stale"))
-        copy.set(ScriptedServer.response("200 OK", ["Content-Type: application/json"], body: newer))
-        #expect(monitor.waitForLog("cdn: example.com stale -> current"))
-        let domain = try #require((try monitor.status()["domains"] as? [[String: Any]])?.first)
-        let story = (domain["story"] as? [[String: Any]] ?? []).compactMap { $0["event"] as? String }
-        #expect(story.contains("the origin's version changed from \"v1\" to \"v2\""), "\(story)")
-        #expect(story.contains { $0.hasPrefix("Apple's CDN serves version \"v2\", ") && $0.hasSuffix(" after the origin changed to it") }, "\(story)")
-        let metrics = try monitor.get("/metrics").body
-        #expect(metrics.contains("aasa_monitor_propagation_seconds_count 1\n"))
-    }
-
-    @Test func theDomainsFileIsReadAgainWhenItChangesAndOnSIGHUP() throws {
-        let world = try World.good()
-        let path = try world.domains()
-        let monitor = try MonitorProcess(["--domains", path, "--interval", "60", "--dal-base", "off"] + world.arguments)
-        #expect(monitor.waitForLog("origin: example.com pending -> ok"))
-        try Data("www.example.com connect=127.0.0.1:\(world.front.port)\n*.example.com\n".utf8).write(to: URL(fileURLWithPath: path))
-        #expect(monitor.waitForLog("read again: 1 domain"))
-        #expect(monitor.log.contains("domains.txt:2: *.example.com: a wildcard"))
-        #expect(monitor.waitForLog("origin: www.example.com pending -> "))
-        #expect((try monitor.status()["domains"] as? [[String: Any]])?.map { $0["host"] as? String } == ["www.example.com"])
-        kill(monitor.process.processIdentifier, SIGHUP)
-        #expect(monitor.waitForLog("read again: 1 domain", count: 2, timeout: 5))
-    }
-}
-
-extension MonitorRunningTests {
-    @Test func domainsAreSpreadOverTheIntervalNotCheckedInABurstAtStart() throws {
-        let cdn = try FakeCDN()
-        let directory = try TemporaryDirectory()
-        // Origins that refuse at once: what is timed here is when each domain's check starts.
-        let refused = try freePort()
-        let file = try directory.write("domains.txt", (0..<6).map { "d\($0).example connect=127.0.0.1:\(refused)\n" }.joined())
-        let started = Date()
-        let monitor = try MonitorProcess(["--domains", file, "--interval", "6", "--rate", "20", "--dal-base", "off", "--cdn-base", cdn.base])
-        #expect(cdn.wait(for: "d5.example", timeout: 15))
-        let firsts = (0..<6).compactMap { cdn.arrivals(for: "d\($0).example").first?.time.timeIntervalSince(started) }
-        #expect(firsts.count == 6)
-        // Domain k of 6 at about k seconds: never all at once.
-        #expect((firsts.max() ?? 0) - (firsts.min() ?? 0) >= 3.5, "\(firsts)")
-        #expect(cdn.busiestSecond <= 3, "\(firsts)")
-        _ = monitor
-    }
-}
-
-extension MonitorRunningTests {
-    @Test func theFirstResultsOfAPassAreSummarisedPast20OfAState() throws {
-        let directory = try TemporaryDirectory()
-        let refused = try freePort()
-        let file = try directory.write("domains.txt", (0..<25).map { "d\($0).example connect=127.0.0.1:\(refused)\n" }.joined())
-        let monitor = try MonitorProcess(["--domains", file, "--interval", "2", "--rate", "100", "--dal-base", "off",
-                                          "--cdn-base", "http://127.0.0.1:\(refused)"])
-        #expect(monitor.waitForLog("origin: 5 more domains failing at their first check"))
-        #expect(monitor.waitForLog("cdn: 5 more domains unreachable at their first check"))
-        let lines = monitor.log.split(separator: "\n")
-        #expect(lines.count { $0.contains("origin: d") && $0.contains(" pending -> failing") } == 20)
-        #expect(lines.count { $0.contains("cdn: d") && $0.contains(" pending -> unreachable") } == 20)
     }
 }
 
@@ -560,32 +357,5 @@ extension MonitorCommandTests {
             let slow = [c, g].count { $0 == "hang" || $0 == "trickle" }
             #expect(took < Double(slow) * 1 + 1.5, "CDN \(c), Google \(g): took \(took) s")
         }
-    }
-}
-
-extension MonitorRunningTests {
-    /// 10 000 lines, four of them bad far down the file: read at once, every good line watched,
-    /// each bad one reported with its number.
-    @Test func aDomainsFileOf10000LinesIsReadAtOnceAndItsBadLinesReportedByNumber() throws {
-        let directory = try TemporaryDirectory()
-        let refused = try freePort()
-        var lines = (0..<10_000).map { "d\($0).example connect=127.0.0.1:\(refused)" }
-        lines[2_500] = "d1.example"
-        lines[5_000] = "d5000.example:8443"
-        lines[7_500] = "d7500.example/apple-app-site-association"
-        lines[9_999] = "*.d9999.example"
-        let file = try directory.write("domains.txt", lines.joined(separator: "\n") + "\n")
-        let started = Date()
-        let monitor = try MonitorProcess(["--domains", file, "--dal-base", "off", "--cdn-base", "http://127.0.0.1:\(refused)"])
-        #expect(Date().timeIntervalSince(started) < 5)
-        #expect(monitor.log.contains("monitor: 9996 domains from \(file)"), "\(monitor.log)")
-        #expect(monitor.log.contains("domains.txt:2501: d1.example is already listed on line 2; line skipped"))
-        #expect(monitor.log.contains("domains.txt:5001: d5000.example:8443: give a host name only"))
-        #expect(monitor.log.contains("domains.txt:7501: d7500.example/apple-app-site-association: give a host name only"))
-        #expect(monitor.log.contains("domains.txt:10000: *.d9999.example: a wildcard is not a domain"))
-        let summary = try #require(try monitor.status("?limit=1")["summary"] as? [String: Any])
-        #expect(summary["domains"] as? Int == 9_996)
-        #expect(try monitor.get("/status?domain=d9998.example").status == 200)
-        #expect(try monitor.get("/status?domain=d5000.example").status == 404)
     }
 }

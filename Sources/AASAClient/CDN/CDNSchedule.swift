@@ -32,10 +32,12 @@ package struct CDNSchedule {
         /// A check not finished by then is given up as a timeout (the client's own deadline is
         /// the same; this also covers a name lookup, which no deadline interrupts).
         package var timeoutMicroseconds: Int64
-        /// Whether the sites known at the first update are spread over the interval (the
-        /// server's watch, the monitor), or all due at once, paced by the rate only (one pass
-        /// of `aasa monitor --once`).
-        package var spreadsFirstPass = true
+        /// One pass (`aasa monitor --once`): the sites known at the first update are all due at
+        /// once, paced by the rate only, not spread over the interval; and each is checked once:
+        /// no next check is scheduled after it, and a change of the version served is re-evaluated
+        /// against the copy fetched but never re-checked. Otherwise (the server's watch, the
+        /// monitor running) every site is checked again and again.
+        package var onePass = false
 
         package init(intervalSeconds: Int, rate: Int, timeoutMilliseconds: Int64 = 10_000) {
             intervalMicroseconds = Int64(max(1, intervalSeconds)) * 1_000_000
@@ -45,12 +47,8 @@ package struct CDNSchedule {
             timeoutMicroseconds = max(1, timeoutMilliseconds) * 1000
         }
 
-        /// 1/rate, and a tenth more (at most 20 ms): two starts exactly 1/rate apart can reach
-        /// the CDN closer together than that, after connects and handshakes of different lengths.
-        package var spacingMicroseconds: Int64 {
-            let exact = 1_000_000 / Int64(rate)
-            return exact + min(20_000, exact / 10)
-        }
+        /// Starts are at least this far apart (``Pacer/spacingMicroseconds(rate:)``).
+        package var spacingMicroseconds: Int64 { Pacer.spacingMicroseconds(rate: rate) }
 
         /// How soon a new site, or a site whose file changed, is checked: min(60 s, interval).
         package var soonMicroseconds: Int64 { min(60_000_000, intervalMicroseconds) }
@@ -167,9 +165,11 @@ package struct CDNSchedule {
                     events.append(.changed(host: site.host, from: old.state, to: s.state, afterMilliseconds: wall - old.since))
                 }
             }
-            let by = now + settings.soonMicroseconds / 2
-            site.recheckBy = by
-            if site.checking == nil, site.due > by { reschedule(&site, at: by) }
+            if !settings.onePass {
+                let by = now + settings.soonMicroseconds / 2
+                site.recheckBy = by
+                if site.checking == nil, site.due > by { reschedule(&site, at: by) }
+            }
             sites[w.key] = site
         }
         let removed = gone ?? (findsGone ? sites.keys.filter { !seen.contains($0) } : [])
@@ -180,7 +180,7 @@ package struct CDNSchedule {
 
         // Spread: at the first call over the interval (site k of S at k·interval/S), later over
         // min(60 s, interval), in byte order of name.
-        let window = started ? settings.soonMicroseconds : settings.spreadsFirstPass ? settings.intervalMicroseconds : 0
+        let window = started ? settings.soonMicroseconds : settings.onePass ? 0 : settings.intervalMicroseconds
         let ordered = added.sorted { $0.key < $1.key }
         for (k, w) in ordered.enumerated() {
             // Without a window, a microsecond apart: started in that order, not the heap's.
@@ -279,7 +279,7 @@ package struct CDNSchedule {
             next = site.checkStarted + max(left, settings.intervalMicroseconds / 10)
         }
         if let by = site.recheckBy { next = min(next, by) }
-        reschedule(&site, at: next)
+        if !settings.onePass { reschedule(&site, at: next) }
         sites[check.key] = site
         return events
     }

@@ -20,6 +20,20 @@ public struct CheckLine: Sendable, Equatable {
         self.status = status
         self.message = message
     }
+
+    /// `[{"name","status","message"}]`: the checks as `aasa check --format json` and the
+    /// monitor's `/status` write them (docs/check.md, docs/monitor.md).
+    package static func write(_ lines: [CheckLine], to w: inout JSONWriter) {
+        w.beginArray()
+        for c in lines {
+            w.beginObject()
+            w.key("name"); w.value(c.name)
+            w.key("status"); w.value(c.status.rawValue)
+            w.key("message"); w.value(c.message)
+            w.endObject()
+        }
+        w.endArray()
+    }
 }
 
 /// What `cdn` found, for the JSON report.

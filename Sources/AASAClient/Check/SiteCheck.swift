@@ -178,7 +178,10 @@ public struct SiteCheck: Sendable {
             }
             if let tls = error.tls { setTLS(&report, tls, host: host) }
             guard let head = error.head, error.parseError == .bodyTooLarge(limit: configuration.maxBodyBytes) else {
-                if error.head == nil { report.unreachableCause = error.isTimeout ? "timeout" : "connect" }
+                // No head: a time-out, or a connection that broke off before any answer, is the
+                // host not reached; a host that answered with something no usable HTTP response
+                // (not HTTP, an endless head) was reached and has no file to give.
+                if error.head == nil, error.isTimeout || !error.answered { report.unreachableCause = error.isTimeout ? "timeout" : "connect" }
                 report.set("status", .fail, SiteCheck.noCompleteResponse(SiteCheck.wellKnownPath, error))
                 report.skipOrigin(after: "status")
                 return report

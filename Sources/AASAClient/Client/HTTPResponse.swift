@@ -83,6 +83,10 @@ public struct HTTPClientError: Error, CustomStringConvertible, Sendable {
     /// Set when the head arrived before the failure (a body over the limit).
     public var head: HTTPResponseHead?
     public var parseError: ResponseParseError?
+    /// Bytes of a response arrived before the failure: the peer was reached and answered, with
+    /// something that is no usable HTTP response (not HTTP, a head over the limit, cut short).
+    /// `aasa entitlements --live` calls such a host `no-file`, not `unreachable` (docs/check.md).
+    public var answered = false
 
     public var description: String { message }
 }

@@ -218,37 +218,44 @@ private struct Exchange {
 
     func read(into parser: inout ResponseParser, _ channel: ByteStream, fd: Int32, tls: TLSSummary?) throws(HTTPClientError) {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        // Whether the peer sent anything: a failure after that is an answer that was no usable
+        // response, not a connection that failed (``HTTPClientError/answered``).
+        var answered = false
         while !parser.isComplete {
             // Every turn, not only when a read would block: bytes that keep coming must not
             // keep the exchange alive past its deadline.
             if monotonicMilliseconds() >= deadline {
                 let what = parser.head == nil ? "no complete response head (bytes kept arriving)" : "the response was not complete"
-                throw HTTPClientError(phase: .response, message: "\(what) within \(timeoutText)", isTimeout: true, tls: tls, head: parser.head)
+                throw HTTPClientError(phase: .response, message: "\(what) within \(timeoutText)", isTimeout: true, tls: tls, head: parser.head,
+                                      answered: answered)
             }
             let progress = buffer.withUnsafeMutableBytes { channel.read(into: $0.baseAddress!, count: $0.count) }
             switch progress {
             case .done(let n):
-                do { try parser.parse(buffer[0..<n]) } catch { throw Exchange.failure(error, parser, tls) }
+                answered = answered || n > 0
+                do { try parser.parse(buffer[0..<n]) } catch { throw Exchange.failure(error, parser, tls, answered: answered) }
             case .closed:
                 // A body that runs to the close is whole only if the close is TLS's own: a TCP
                 // close without close_notify may be a cut (RFC 8446 §6.1, RFC 9112 §8).
                 if parser.isCloseDelimited, case .tls(let stream) = channel, stream.closedWithoutNotify {
                     throw HTTPClientError(phase: .response, message: "the response was truncated (TLS closed without close_notify)",
-                                          tls: tls, head: parser.head, parseError: .truncated)
+                                          tls: tls, head: parser.head, parseError: .truncated, answered: answered)
                 }
-                do { try parser.endOfInput() } catch { throw Exchange.failure(error, parser, tls) }
+                do { try parser.endOfInput() } catch { throw Exchange.failure(error, parser, tls, answered: answered) }
             case .wantRead, .wantWrite:
                 guard wait(fd, progress == .wantWrite ? Int16(POLLOUT) : Int16(POLLIN)) else {
                     let what = parser.head == nil ? "no response" : "the response was not complete"
-                    throw HTTPClientError(phase: .response, message: "\(what) within \(timeoutText)", isTimeout: true, tls: tls, head: parser.head)
+                    throw HTTPClientError(phase: .response, message: "\(what) within \(timeoutText)", isTimeout: true, tls: tls, head: parser.head,
+                                          answered: answered)
                 }
             case .failed(let reason):
-                throw HTTPClientError(phase: .response, message: "reading the response failed: \(reason)", tls: tls, head: parser.head)
+                throw HTTPClientError(phase: .response, message: "reading the response failed: \(reason)", tls: tls, head: parser.head,
+                                      answered: answered)
             }
         }
     }
 
-    static func failure(_ error: ResponseParseError, _ parser: ResponseParser, _ tls: TLSSummary?) -> HTTPClientError {
-        HTTPClientError(phase: .response, message: "\(error)", tls: tls, head: parser.head, parseError: error)
+    static func failure(_ error: ResponseParseError, _ parser: ResponseParser, _ tls: TLSSummary?, answered: Bool) -> HTTPClientError {
+        HTTPClientError(phase: .response, message: "\(error)", tls: tls, head: parser.head, parseError: error, answered: answered)
     }
 }

@@ -140,7 +140,7 @@ final class CDNWatch: Sendable {
             let now = monotonicMicroseconds()
             let wall = wallClockMilliseconds()
             var starts: [CDNSchedule.Check] = []
-            let (lines, wake) = state.withLock { s -> ([LogLine], Int64?) in
+            let (lines, wake) = state.withLock { s -> ([WatchLogLine], Int64?) in
                 var events: [CDNSchedule.Event] = []
                 if let watched { events += s.schedule!.update(watched, gone: gone, now: now, wall: wall) }
                 events += s.schedule!.expire(now: now, wall: wall)
@@ -214,79 +214,34 @@ final class CDNWatch: Sendable {
 
     // MARK: - The log
 
-    struct LogLine {
-        var level: Log.Level
-        var message: String
-        /// For a change of state: host, from, to, after (the JSON log's fields).
-        var change: (host: String, from: String, to: String, after: String)?
-    }
-
-    /// Counts the checks and turns events into log lines: each change of state after a site's
-    /// first check, and the first results summarised (at most 20 lines of one state, then a
-    /// count once every site has its first result).
-    private static func apply(_ events: [CDNSchedule.Event], _ s: inout WatchState) -> [LogLine] {
-        var lines: [LogLine] = []
+    /// Counts the checks and turns events into log lines (``WatchLogLine``, as the monitor's):
+    /// each change of state after a site's first check, and the first results summarised (at
+    /// most 20 lines of one state, then a count once every site has its first result).
+    private static func apply(_ events: [CDNSchedule.Event], _ s: inout WatchState) -> [WatchLogLine] {
+        var lines: [WatchLogLine] = []
         for event in events {
             switch event {
             case .checked(let state):
                 s.checks[state, default: 0] += 1
             case .first(let key, let host, let state):
                 if s.firstResults.count(state) {
-                    let status = s.schedule!.sites[key]?.status
-                    lines.append(LogLine(level: state == .current ? .info : .warning, message: "cdn: \(host) \(state.rawValue)\(detail(status))"))
+                    let detail = s.schedule!.sites[key]?.status.detail() ?? ""
+                    lines.append(WatchLogLine(state == .current ? .info : .warning, "cdn: \(host) \(state.rawValue)\(detail)"))
                 }
             case .changed(let host, let from, let to, let after):
-                let text = durationText(milliseconds: after)
-                lines.append(LogLine(level: to == .current ? .info : .warning, message: "cdn: \(host) \(from.rawValue) -> \(to.rawValue) after \(text)",
-                                     change: (host, from.rawValue, to.rawValue, text)))
+                lines.append(.change("cdn", host: host, from: from.rawValue, to: to.rawValue, afterMilliseconds: after, bad: to != .current))
             }
         }
         if s.schedule!.pendingCount == 0 {
             for (state, more) in s.firstResults.finish() {
-                lines.append(LogLine(level: .info, message: "cdn: \(more) more sites \(state.rawValue) at their first check"))
+                lines.append(WatchLogLine(.info, "cdn: \(more) more sites \(state.rawValue) at their first check"))
             }
         }
         return lines
     }
 
-    private static func detail(_ status: CDNStatus?) -> String {
-        guard let status else { return "" }
-        switch status.state {
-        case .stale: return ": the CDN still serves an older version (\(status.differs.joined(separator: "; ")))"
-        case .failing:
-            var text = ": the CDN answers \(status.httpStatus ?? 0)"
-            if let reason = status.failureReason { text += ", Apple-Failure-Reason: \(reason)" }
-            if let details = status.failureDetails { text += ", Apple-Failure-Details: \(details)" }
-            return text
-        case .unreachable: return ": \(status.failureReason ?? "") (\(status.failureDetails ?? ""))"
-        default: return ""
-        }
-    }
-
-    private func write(_ lines: [LogLine], _ log: Log) {
-        for line in lines {
-            guard line.level >= log.minimum else { continue }
-            guard log.format == .json, let change = line.change else {
-                switch line.level {
-                case .debug: log.debug(line.message)
-                case .info: log.info(line.message)
-                case .warning: log.warning(line.message)
-                case .error: log.error(line.message)
-                }
-                continue
-            }
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("time"); w.value(HTTPDate.iso8601(milliseconds: wallClockMilliseconds()))
-            w.key("level"); w.value(line.level.rawValue)
-            w.key("message"); w.value(line.message)
-            w.key("host"); w.value(change.host)
-            w.key("from"); w.value(change.from)
-            w.key("to"); w.value(change.to)
-            w.key("after"); w.value(change.after)
-            w.endObject()
-            LogStream.standardError.write(w.output + "\n")
-        }
+    private func write(_ lines: [WatchLogLine], _ log: Log) {
+        for line in lines { line.write(to: log) }
     }
 }
 

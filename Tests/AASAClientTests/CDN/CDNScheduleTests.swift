@@ -248,7 +248,7 @@ extension CDNScheduleTests {
 
     @Test func withoutSpreadingTheFirstPassEverySiteIsDueAtOncePacedByTheRateAlone() {
         var settings = CDNSchedule.Settings(intervalSeconds: 3600, rate: 10)
-        settings.spreadsFirstPass = false
+        settings.onePass = true
         var s = CDNSchedule(settings: settings)
         let v = version(oldFile)
         _ = s.update((0..<5).map { .init(key: "s\($0)", host: "s\($0)", served: v) }, now: 0, wall: 0)
@@ -256,6 +256,24 @@ extension CDNScheduleTests {
         #expect(starts.map(\.key) == ["s0", "s1", "s2", "s3", "s4"])
         // 1/rate apart, and a tenth more.
         #expect(starts.map(\.time) == [0, 110_000, 220_000, 330_000, 440_000])
+    }
+
+    @Test func inOnePassEachSiteIsCheckedOnceEvenWhenItsVersionChangesOrTheIntervalPasses() throws {
+        var settings = CDNSchedule.Settings(intervalSeconds: 1, rate: 10)
+        settings.onePass = true
+        var s = CDNSchedule(settings: settings)
+        _ = s.update((0..<3).map { .init(key: "s\($0)", host: "s\($0)", served: version(oldFile)) }, now: 0, wall: 0)
+        let started = s.start(now: 0)
+        let first = try #require(started)
+        _ = s.finish(first, ok(oldFile), now: 1000, wall: 1)
+        // s0's version changes while the others are still checked: re-evaluated, not re-checked.
+        let events = s.update([.init(key: "s0", host: "s0", served: version(newFile))], gone: [], now: 2000, wall: 2)
+        #expect(events == [.changed(host: "s0", from: .current, to: .stale, afterMilliseconds: 1)])
+        // Many intervals go by while the pass lasts: s1 and s2 are checked, s0 is not again.
+        let starts = drive(&s, from: 3000, until: 10 * second) { _ in ok(oldFile) }
+        #expect(starts.map(\.key) == ["s1", "s2"])
+        #expect(s.pendingCount == 0)
+        #expect(s.nextWake(now: 10 * second) == nil)
     }
 
     @Test func anAdoptedVersionIsComparedWithButNotCheckedAgainSoon() throws {
