@@ -24,6 +24,9 @@ public struct ChunkedDecoder: Sendable {
     private var digits = 0
     private var remaining = 0
     private var trailerBytes = 0
+    private var extensionBytes = 0
+    /// A chunk's extensions are dropped; a line with more than this of them is refused.
+    static let extensionLimit = 4096
     /// Trailer fields are dropped; more than this of them is refused.
     static let trailerLimit = 16 * 1024
 
@@ -50,7 +53,12 @@ public struct ChunkedDecoder: Sendable {
                     return .error(HTTPError(.badRequest, "a malformed chunk size"))
                 }
             case .extensions:
-                // chunk-ext: anything visible up to the line's end (its content is not used).
+                // chunk-ext: anything visible up to the line's end (its content is not used),
+                // bounded: the raw bytes of a body are kept until it ends.
+                extensionBytes += 1
+                guard extensionBytes <= ChunkedDecoder.extensionLimit else {
+                    return .error(HTTPError(.badRequest, "a chunk extension over \(ChunkedDecoder.extensionLimit) bytes"))
+                }
                 if b == 0x0D { state = .sizeLF } else if b < 0x20 && b != 0x09 || b == 0x7F {
                     return .error(HTTPError(.badRequest, "a control character in a chunk extension"))
                 }
@@ -66,6 +74,7 @@ public struct ChunkedDecoder: Sendable {
                 }
                 size = 0
                 digits = 0
+                extensionBytes = 0
             case .data:
                 let n = min(remaining, bytes.count - i)
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + n)]))

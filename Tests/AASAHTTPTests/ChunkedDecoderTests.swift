@@ -45,4 +45,12 @@ import Testing
         }
         #expect(again.status == .payloadTooLarge)
     }
+
+    @Test func aChunkExtensionHasABound() {
+        let long = "1;" + String(repeating: "a", count: ChunkedDecoder.extensionLimit + 1) + "\r\nx\r\n0\r\n\r\n"
+        guard case .error(let e) = decode(long).0 else { Issue.record("an endless extension was read"); return }
+        #expect(e.status == .badRequest)
+        let fits = "1;" + String(repeating: "a", count: ChunkedDecoder.extensionLimit - 2) + "\r\nx\r\n0\r\n\r\n"
+        #expect(decode(fits).1 == Array("x".utf8))
+    }
 }

@@ -73,4 +73,49 @@ import TestCertificates
         // The same reader, its right pair: loads.
         #expect(try TLSCertificate(name: "b", certificatePath: directory + "/b.crt", keyPath: directory + "/b.key", keys: keys).dnsNames == ["b.example.org"])
     }
+
+    /// The shape alone is not a key: a PKCS #1 key cut short is not read, and a SEC 1 key whose
+    /// secret is another key's (the public point its certificate's) is read for its shape but
+    /// refused by the whole check the write API makes before storing one.
+    @Test func aKeyThatOnlyLooksRightIsCaughtBeforeItIsStored() throws {
+        let directory = try OpenSSLTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let rsa = try OpenSSLTool.run(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "rsa.pem"], in: directory)
+        #expect(rsa.status == 0)
+        let pkcs1 = try Self.openssl(["rsa", "-in", "rsa.pem", "-traditional", "-outform", "DER"], directory)
+        var top = DERReader(pkcs1[...])
+        let sequence = top.read(tag: 0x30)
+        var fields = try #require(sequence?.reader)
+        var first: [[UInt8]] = []
+        for _ in 0..<3 { if let element = fields.read(tag: 0x02) { first.append(Array(element.whole)) } }
+        #expect(first.count == 3)
+        let short = DERWriter.sequence(first + [[0x02, 0x01, 0x01]])
+        #expect(PrivateKeyDER(pkcs1: short[...]) == nil)
+        #expect(PrivateKeyDER(pkcs1: pkcs1[...]) != nil)
+        // Two EC keys; the first's secret with the second's public point.
+        for name in ["a", "b"] {
+            let r = try OpenSSLTool.run(["req", "-x509", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "\(name).key",
+                                         "-subj", "/CN=\(name).example.org", "-addext", "subjectAltName=DNS:\(name).example.org",
+                                         "-days", "30", "-out", "\(name).crt"], in: directory)
+            #expect(r.status == 0, "\(r.output)")
+        }
+        let a = try #require(PrivateKeyDER(pem: try Self.file(directory + "/a.key")))
+        let b = try #require(PrivateKeyDER(pem: try Self.file(directory + "/b.key")))
+        func parts(_ der: [UInt8]) throws -> [[UInt8]] {
+            var outer = DERReader(der[...])
+            let sequence = outer.read(tag: 0x30)
+            var inner = try #require(sequence?.reader)
+            var out: [[UInt8]] = []
+            while let element = inner.readAny() { out.append(Array(element.whole)) }
+            return out
+        }
+        let (pa, pb) = (try parts(a.der), try parts(b.der))
+        let mixed = DERWriter.sequence([pa[0], pa[1], pa[2], pb[3]])
+        let pem = "-----BEGIN EC PRIVATE KEY-----\n" + Data(mixed).base64EncodedString(options: .lineLength64Characters) + "\n-----END EC PRIVATE KEY-----\n"
+        try pem.write(toFile: directory + "/mixed.key", atomically: false, encoding: .utf8)
+        #expect(PrivateKeyDER(pem: Array(pem.utf8))?.publicKeyInfo == b.publicKeyInfo, "read for its shape")
+        #expect(KeyReader.pairProblem(certificatePath: directory + "/b.crt", keyPath: directory + "/mixed.key") != nil)
+        #expect(KeyReader.pairProblem(certificatePath: directory + "/b.crt", keyPath: directory + "/b.key") == nil)
+        #expect(KeyReader.pairProblem(certificatePath: directory + "/b.crt", keyPath: directory + "/a.key") != nil)
+    }
 }

@@ -115,6 +115,9 @@ private func appFile(_ path: String) -> String {
             #expect(try API.json(r)["error"] is String)
         }
         #expect(try API.served(server, "foo.com").status == 404)
+        // Read and delete are not refused: a site from before (or written by SQL) can go.
+        #expect(RawHTTP.status(try API.call(server, "GET", "/sites/%2A.com/\(aasaPath)")) == 404)
+        #expect(RawHTTP.status(try API.call(server, "DELETE", "/sites/%2A.com")) == 404)
         // A customer's own wildcard is a site.
         #expect(RawHTTP.status(try API.put(server, "%2A.customer.co.uk", appFile("/w"))) == 201)
         #expect(try API.served(server, "a.customer.co.uk").status == 200)

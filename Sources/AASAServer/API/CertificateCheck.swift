@@ -20,7 +20,7 @@ enum CertificateCheck {
         guard key.contains("PRIVATE KEY-----") else { return .failure("key: no PEM private key") }
         // A combined PEM (HAProxy's, certificate and key in one file) pasted as the chain: the
         // chain is stored readable and given back by GET, so a key in it is never stored.
-        if let other = CertificateCheck.blockOtherThanCertificate(in: chain) {
+        if let other = CertificateCheck.blockOtherThanCertificate(in: chain) ?? (chain.contains("PRIVATE KEY") ? "PRIVATE KEY" : nil) {
             return .failure("certificate: the chain holds a \(other) block; send certificates only in \"certificate\" and the private key in \"key\" (nothing was stored)")
         }
         // The loader's own reading, from a private folder of its own that nothing else reads.
@@ -46,6 +46,12 @@ enum CertificateCheck {
             if text.contains("does not belong") { return .failure("key: the private key does not belong to the chain's first certificate") }
             if text.contains("private key") { return .failure("key: the private key does not parse as PEM") }
             return .failure("certificate: the chain does not parse as PEM certificates")
+        }
+        // Read again wholly through OpenSSL: a start reads keys without it, and a key that
+        // only looks right (a truncated RSA key, a secret that is not the public key's) would be
+        // stored and then fail every handshake.
+        if let problem = KeyReader.pairProblem(certificatePath: folder + "/chain.pem", keyPath: folder + "/key.pem") {
+            return .failure("key: " + problem)
         }
         if cert.notAfter <= Int(time(nil)) {
             return .failure("certificate: the leaf expired at \(HTTPDate.iso8601(milliseconds: Int64(cert.notAfter) * 1000))")

@@ -37,4 +37,6 @@ struct StoreError: Error, Sendable {
     /// The write was committed to a shared store (other replicas serve it), but this replica
     /// could not make it its own (its local copy failed): 500 saying so, never "nothing changed".
     var isCommitted = false
+    /// With `isCommitted`: the rows this replica's copy does not hold yet.
+    var uncopied: [RowKey] = []
 }

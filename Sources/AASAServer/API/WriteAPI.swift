@@ -68,7 +68,9 @@ final class WriteAPI: Sendable {
             guard let site = SiteName(host), site.description == host else {
                 return WriteAPI.json(.badRequest, error: "\(WriteAPI.quoted(host)) is not a site name: a lower-case host name without a port or trailing dot (IDN as punycode), or *. and one (%2A. in a path)", request: request)
             }
-            if let refusal = PublicSuffixes.system.refusal(of: site) {
+            // Refused as a new site; one there already (from before, or by SQL) can still be
+            // read and deleted.
+            if request.method.text == "PUT", let refusal = PublicSuffixes.system.refusal(of: site) {
                 return WriteAPI.json(.badRequest, error: refusal, request: request)
             }
             if parts.count == 2 {
@@ -224,7 +226,7 @@ final class WriteAPI: Sendable {
         log.error("api: store: \(error.message)")
         if error.isCommitted {
             // The row is the store's now: the next pass of the store's follower reads it again.
-            state.storeSync.withLock { $0 }?.retryCopy()
+            state.storeSync.withLock { $0 }?.retryCopy(error.uncopied)
             return WriteAPI.json(.internalServerError, error: "the write was committed to the store and the other replicas serve it, but this replica could not write its local copy (\(error.message)); it reads the store again and serves it once it can", request: request)
         }
         if error.isConflict {

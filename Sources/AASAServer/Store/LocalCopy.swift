@@ -32,14 +32,20 @@ struct LocalCopy {
 
     init() throws(Failure) {
         let base = LocalCopy.base
-        var template = Array((base + "/" + LocalCopy.prefix + "\(getpid())-XXXXXX").utf8CString)
+        // Made under a name no clean-up looks at, locked, then renamed to its own: another
+        // replica's clean-up never sees it without its lock held.
+        var template = Array((base + "/." + LocalCopy.prefix + "\(getpid())-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
             throw Failure(description: "cannot make the local copy under \(base): \(String(cString: strerror(errno)))")
         }
-        root = String(cString: made)
-        lock = open(root + "/" + LocalCopy.lockName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let hidden = String(cString: made)
+        lock = open(hidden + "/" + LocalCopy.lockName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            throw Failure(description: "cannot lock the local copy \(root): \(String(cString: strerror(errno)))")
+            throw Failure(description: "cannot lock the local copy \(hidden): \(String(cString: strerror(errno)))")
+        }
+        root = base + "/" + String(hidden.split(separator: "/").last!.dropFirst())
+        guard rename(hidden, root) == 0 else {
+            throw Failure(description: "cannot rename the local copy \(hidden): \(String(cString: strerror(errno)))")
         }
         for folder in [root + "/config", root + "/certs"] where mkdir(folder, 0o700) != 0 {
             throw Failure(description: "cannot make \(folder): \(String(cString: strerror(errno)))")

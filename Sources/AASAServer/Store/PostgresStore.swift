@@ -102,6 +102,7 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
         } catch {
             var committed = error
             committed.isCommitted = true
+            committed.uncopied = changes.map(\.key)
             throw Attempt(error: committed, beforeCommit: false)
         }
         return result
@@ -184,15 +185,22 @@ final class PostgresStore: SiteStore, @unchecked Sendable {
 /// One row's state, as the local copy takes it: present with its content, or gone. A
 /// certificate ACME issued (``ACMEPostgresStore``) carries its mark into the copy, where the
 /// loader finds it as it finds ACME's marks in `--certs` (``ACMEFolderStore``).
+/// A row as the change log names it (`aasa_changes`: kind, host, name).
+struct RowKey: Sendable, Hashable {
+    var kind: String
+    var host: String
+    var name: String
+}
+
 enum StoreChange: Sendable {
     case file(SiteName, AssociationFileKind, [UInt8]?)
     case certificate(String, chain: String?, key: String?, isACME: Bool = false)
 
     /// The change log's key of the row (`aasa_changes`: kind, host, name).
-    var key: (kind: String, host: String, name: String) {
+    var key: RowKey {
         switch self {
-        case .file(let site, let kind, _): return ("file", site.description, kind.fileName)
-        case .certificate(let name, _, _, _): return ("certificate", "", name)
+        case .file(let site, let kind, _): return RowKey(kind: "file", host: site.description, name: kind.fileName)
+        case .certificate(let name, _, _, _): return RowKey(kind: "certificate", host: "", name: name)
         }
     }
 

@@ -35,13 +35,16 @@ final class StoreSync: @unchecked Sendable {
     static let changeLogDays = 7
     /// The identity of the store last followed (``PostgresSchema/identity(_:)``).
     private var storeIdentity: String?
-    /// Rows whose copy could not be written (a full $TMPDIR): read again by the next pass.
-    private var failedKeys: [(kind: String, host: String, name: String)] = []
+    /// Rows whose copy could not be written (a full $TMPDIR), or whose pass broke off: read
+    /// again by the next pass.
+    private var failedKeys: [RowKey] = []
+    /// The same, handed over by the write API (another thread).
+    private let uncopied = Locked<[RowKey]>([])
 
-    /// A write committed through this replica whose copy failed: the next pass loads
-    /// everything, the row included (``WriteAPI``).
-    func retryCopy() {
-        fullLoadRequested.store(true, ordering: .relaxed)
+    /// A write committed through this replica whose copy failed (``WriteAPI``): its rows are
+    /// read again by the next pass.
+    func retryCopy(_ keys: [RowKey]) {
+        uncopied.withLock { $0.append(contentsOf: keys) }
     }
 
     /// Set by SIGHUP: the next pass loads everything.
@@ -162,12 +165,23 @@ final class StoreSync: @unchecked Sendable {
         recent = recent.filter { $0 > newest - StoreSync.window }
         self.applied = newest
         // Rows whose copy failed last time are read again with these.
-        for key in failedKeys where seen.insert(key.kind + "\u{0}" + key.host + "\u{0}" + key.name).inserted { keys.append(key) }
+        for key in failedKeys + uncopied.withLock({ taken in defer { taken = [] }; return taken })
+        where seen.insert(key.kind + "\u{0}" + key.host + "\u{0}" + key.name).inserted {
+            keys.append((key.kind, key.host, key.name))
+        }
         failedKeys = []
         guard !keys.isEmpty else { return }
-        try followChallenges(c, names: keys.filter { $0.kind == "challenge" }.map { $0.host + "/" + $0.name })
+        let changes: [StoreChange]
+        do throws(PostgresError) {
+            try followChallenges(c, names: keys.filter { $0.kind == "challenge" }.map { $0.host + "/" + $0.name })
+            changes = try currentRows(c, keys)
+        } catch {
+            // The revisions are counted as applied: their rows are read at the next pass.
+            failedKeys = keys.map { RowKey(kind: $0.kind, host: $0.host, name: $0.name) }
+            throw error
+        }
         var scope = ReloadScope()
-        for change in try currentRows(c, keys) {
+        for change in changes {
             do {
                 if let s = try change.apply(to: copy) { scope.formUnion(s) }
             } catch {

@@ -22,6 +22,18 @@ package struct PrivateKeyDER: Equatable {
     /// The SubjectPublicKeyInfo (RFC 5280 §4.1.2.7) of the key, in DER.
     package var publicKeyInfo: [UInt8]
 
+    /// The byte length of the order of the named curves this reader takes (P-256, P-384,
+    /// P-521, secp256k1), by their OID element; nil for any other.
+    static func orderBytes(_ curve: ArraySlice<UInt8>) -> Int? {
+        switch Array(curve) {
+        case [0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]: return 32   // prime256v1
+        case [0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22]: return 48                     // secp384r1
+        case [0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x23]: return 66                     // secp521r1
+        case [0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x0A]: return 32                     // secp256k1
+        default: return nil
+        }
+    }
+
     static let ecPublicKey: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]        // 1.2.840.10045.2.1
     static let rsaEncryption: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]  // 1.2.840.113549.1.1.1
 
@@ -79,6 +91,10 @@ package struct PrivateKeyDER: Equatable {
         }
         guard let curve, var wrapper = key.read(tag: 0xA1)?.reader, let point = wrapper.read(tag: 0x03), wrapper.isEmpty, key.isEmpty,
               point.content.first == 0 else { return nil }
+        // The secret is a number below the curve's order, written in at most its length
+        // (RFC 5915 §3); a curve not listed here is left to OpenSSL.
+        guard let order = PrivateKeyDER.orderBytes(curve), (1...order).contains(secret.content.count),
+              secret.content.contains(where: { $0 != 0 }) else { return nil }
         type = "EC"
         der = DERWriter.sequence([Array(version.whole), Array(secret.whole), DERWriter.element(0xA0, curve), DERWriter.element(0xA1, point.whole)])
         publicKeyInfo = DERWriter.sequence([DERWriter.sequence([DERWriter.element(0x06, PrivateKeyDER.ecPublicKey), Array(curve)]),
@@ -88,9 +104,14 @@ package struct PrivateKeyDER: Equatable {
     /// RSAPrivateKey ::= SEQUENCE { version, modulus, publicExponent, privateExponent, ... }
     init?(pkcs1 bytes: ArraySlice<UInt8>) {
         var top = DERReader(bytes)
+        // Version 0 (two primes): modulus, exponents, primes and CRT values, nothing after.
         guard var key = top.read(tag: 0x30)?.reader, top.isEmpty,
               let version = key.read(tag: 0x02), version.content.elementsEqual([0]),
-              let modulus = key.read(tag: 0x02), let exponent = key.read(tag: 0x02), key.read(tag: 0x02) != nil else { return nil }
+              let modulus = key.read(tag: 0x02), let exponent = key.read(tag: 0x02) else { return nil }
+        for _ in 0..<6 {
+            guard let value = key.read(tag: 0x02), value.content.contains(where: { $0 != 0 }) else { return nil }
+        }
+        guard key.isEmpty, modulus.content.count >= 64 else { return nil }
         type = "RSA"
         der = Array(bytes)
         // RSAPublicKey ::= SEQUENCE { modulus, publicExponent }, in a BIT STRING with no unused bits.

@@ -102,7 +102,7 @@ public final class TLSCertificate: @unchecked Sendable {
     }
 
     /// Every certificate of a PEM file: the leaf first, then its chain.
-    private static func readChain(_ path: String) throws(TLSError) -> [OpaquePointer] {
+    static func readChain(_ path: String) throws(TLSError) -> [OpaquePointer] {
         guard let bio = BIO_new_file(path, "r") else { throw TLSError("loading certificate \(path)") }
         defer { BIO_free(bio) }
         var chain: [OpaquePointer] = []
@@ -202,6 +202,27 @@ final package class KeyReader: @unchecked Sendable {
         }
         if !kept { orphans.withLock { $0.append(decoded) } }
         return key
+    }
+
+    /// Why the key at `keyPath` cannot serve the leaf of `certificatePath`, read wholly through
+    /// OpenSSL, or nil: it parses, its public half is the leaf's, and its private half belongs to
+    /// its public half (EVP_PKEY_pairwise_check). What a certificate put through the write API is
+    /// held to before it is stored; a start reads keys without this (``PrivateKeyDER``).
+    package static func pairProblem(certificatePath: String, keyPath: String) -> String? {
+        let reader = KeyReader()
+        guard let key = try? reader.read(keyPath, throughOpenSSL: true), let pointer = key.pointer else {
+            return "the private key does not parse"
+        }
+        guard let chain = try? TLSCertificate.readChain(certificatePath), let leaf = chain.first else {
+            return "the chain does not parse as PEM certificates"
+        }
+        defer { for cert in chain { X509_free(cert) } }
+        defer { TLSError.clearQueue() }
+        guard X509_check_private_key(leaf, pointer) == 1 else { return "the private key does not belong to the chain's first certificate" }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return "the private key cannot be checked" }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_pairwise_check(context) == 1 else { return "the private key's private half does not match its public half" }
+        return nil
     }
 
     /// Keys that did not fit in the table, freed with the reader.
