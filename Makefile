@@ -450,7 +450,7 @@ SANITIZERS      ?= thread address
 # would give leak reports through OpenSSL their Swift callers, slows the suite past its timings.)
 test-sanitize: test-deps
 	@status=0; for san in $(SANITIZERS); do \
-	  case $$san in thread) scratch=.build-tsan; opts=TSAN_OPTIONS; extra="";; address) scratch=.build-asan; opts=ASAN_OPTIONS; extra="quarantine_size_mb=4";; esac; \
+	  case $$san in thread) scratch=.build-tsan; opts=TSAN_OPTIONS; extra="";; address) scratch=.build-asan; opts=ASAN_OPTIONS; extra="quarantine_size_mb=4 suppressions=$(CURDIR)/Scripts/asan-test-harness.supp";; esac; \
 	  echo "== $$san sanitizer, scratch path $$scratch"; \
 	  $(SWIFT) build --build-tests --sanitize=$$san --scratch-path $$scratch || exit 1; \
 	  rm -rf $$scratch/sanitizer; mkdir -p $$scratch/sanitizer; \

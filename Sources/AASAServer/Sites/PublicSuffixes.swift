@@ -10,6 +10,8 @@ final class PublicSuffixes: Sendable {
 
     let path: String
     private let list: Locked<PublicSuffixList?> = Locked(nil)
+    /// The file as last read: a SIGHUP that finds it unchanged does not parse it again.
+    private let stamp: Locked<FileStamp?> = Locked(nil)
 
     init(path: String) {
         self.path = path
@@ -19,12 +21,17 @@ final class PublicSuffixes: Sendable {
     /// stays (or, with none, only the list's default rule: a wildcard over a single label).
     @discardableResult
     func reload() -> (message: String, isError: Bool) {
+        let current = FileStamp(path: path)
+        if let current, stamp.withLock({ $0 == current }), let count = list.withLock({ $0?.count }) {
+            return ("sites: \(count) public suffix rules from \(path) (unchanged)", false)
+        }
         do {
             guard let read = try SnapshotBuilder.read(path) else {
                 return ("sites: no Public Suffix List at \(path) (Debian's publicsuffix package); only IP addresses and wildcards over a single label (*.com) are refused as site names", true)
             }
             let parsed = PublicSuffixList(text: String(decoding: read.bytes, as: UTF8.self))
             list.withLock { $0 = parsed }
+            stamp.withLock { $0 = read.stamp }
             return ("sites: \(parsed.count) public suffix rules from \(path)", false)
         } catch {
             return ("sites: cannot read the Public Suffix List \(path): \(error.message); \(list.withLock { $0 == nil } ? "only wildcards over a single label are refused" : "the list read before stays")", true)
