@@ -63,6 +63,9 @@ struct ServeStoreCopyTests {
         for replica in [first, second] {
             #expect(ServeStoreTests.within(2) { try ServeWriteAPITests.served(replica, "ns.example.com").body == file }, "\(replica.log)")
         }
+        // Looked at again once the second's clean-up has long had its turn.
+        #expect(try Self.copies(in: tmp.url).contains(before[0]))
+        #expect(!second.log.contains("removed"), "\(second.log)")
     }
 
     @Test func theFirstWriteAfterPostgreSQLRestartedSucceeds() throws {

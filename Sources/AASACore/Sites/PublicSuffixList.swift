@@ -67,9 +67,11 @@ extension SiteName {
     /// A dotted IPv4 address as a URL parser reads one: the last label numeric (decimal, or
     /// `0x` hex), which no top-level domain is.
     public static func isIPAddress(_ host: String) -> Bool {
-        let last = host.split(separator: ".", omittingEmptySubsequences: false).last ?? ""
-        if !last.isEmpty, last.utf8.allSatisfy(isASCIIDigit) { return true }
-        if last.hasPrefix("0x"), last.dropFirst(2).utf8.allSatisfy({ isASCIIDigit($0) || (0x61...0x66).contains($0) }) { return true }
+        // The last label, found from the end (asked for every site folder at every start).
+        let utf8 = host.utf8
+        let last = utf8.lastIndex(of: UInt8(ascii: ".")).map { utf8[utf8.index(after: $0)...] } ?? utf8[...]
+        if !last.isEmpty, last.allSatisfy(isASCIIDigit) { return true }
+        if last.starts(with: "0x".utf8), last.dropFirst(2).allSatisfy({ isASCIIDigit($0) || (0x61...0x66).contains($0) }) { return true }
         return false
     }
 }

@@ -22,14 +22,16 @@ final package class HTTP1Session: ProtocolSession {
     private var draining = false
     /// The request last answered, whose fields the next one's replace (``answerPending(_:)``).
     private var lastRequest: HTTPRequest?
-    /// The request whose head is read is waiting for its body (a session that keeps bodies).
-    private var awaitingBody = false
-    /// `100 Continue` was sent for the request now waiting for its body.
-    private var continueSent = false
-    /// A chunked body being read (a session that keeps bodies), and how many of its bytes
-    /// (after the head) the decoder has had.
-    private var chunked: ChunkedDecoder?
-    private var chunkedRead = 0
+    /// The body the request whose head is read waits for (a session that keeps bodies); nil
+    /// when no request waits for one.
+    private var pendingBody: PendingBody?
+    private struct PendingBody {
+        /// `100 Continue` was sent for it.
+        var continueSent = false
+        /// A chunked body's decoder, and how many of its bytes (after the head) it has had.
+        var chunked: ChunkedDecoder?
+        var chunkedRead = 0
+    }
     /// When the head now arriving started (monotonic ms), or nil between requests.
     private var headStarted: Int64?
     private var headStartedMicroseconds: Int64 = 0
@@ -82,7 +84,7 @@ final package class HTTP1Session: ProtocolSession {
     package func deadlineReached(output: inout Output) {
         guard !isClosing else { return }
         if headStarted != nil {
-            let what = awaitingBody ? "request body not complete in time" : "request head not complete in time"
+            let what = pendingBody != nil ? "request body not complete in time" : "request head not complete in time"
             append(dispatch.refuse(HTTPError(.requestTimeout, what),
                                    startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
         }
@@ -173,11 +175,16 @@ final package class HTTP1Session: ProtocolSession {
                     // each time more arrives, within the head's deadline.
                     let bodyStart = inputStart + headLength
                     var end: Int?
+                    // Taken out while it is fed, so its decoded bytes have one owner (appended
+                    // to in place, not copied at each read).
+                    var body = pendingBody ?? PendingBody()
+                    pendingBody = nil
                     if request.hasUnframedBody {
-                        switch feedChunked(from: bodyStart) {
+                        switch Self.feedChunked(&body, input, from: bodyStart, limit: configuration.limits.maxBody) {
                         case .needMore: end = nil
                         case .complete(let consumed): end = consumed
                         case .error(let e):
+                            pendingBody = nil
                             append(dispatch.refuse(e, startedMicroseconds: headStartedMicroseconds), keepAlive: false, version: .http11, into: &output)
                             isClosing = true
                             inputStart = input.count
@@ -187,26 +194,23 @@ final package class HTTP1Session: ProtocolSession {
                         end = bodyStart + request.contentLength
                     }
                     guard let end else {
-                        awaitingBody = true
-                        if request.expectsContinue, !continueSent, input.count == bodyStart {
+                        if request.expectsContinue, !body.continueSent, input.count == bodyStart {
                             guard dispatch.wantsBody(of: request) else {
                                 // Answered without its body, which may still come: the
                                 // connection closes after the answer (RFC 9110 §10.1.1).
-                                answerWithoutBody(&output, request: &request, headLength: headLength)
+                                answerWithoutBody(&output, request: &request)
                                 return
                             }
                             output.buffer.append(contentsOf: HTTP1Session.continueLine)
-                            continueSent = true
+                            body.continueSent = true
                         }
+                        pendingBody = body
                         parser.reset()
                         compact()
                         return
                     }
-                    request.body = request.hasUnframedBody ? chunked?.body ?? [] : Array(input[bodyStart..<end])
-                    awaitingBody = false
-                    continueSent = false
-                    chunked = nil
-                    chunkedRead = 0
+                    request.body = request.hasUnframedBody ? body.chunked?.body ?? [] : Array(input[bodyStart..<end])
+                    pendingBody = nil
                     inputStart = end
                     request.contentLength = 0
                     // Read to its end: the connection need not linger for it (it still closes:
@@ -236,31 +240,24 @@ final package class HTTP1Session: ProtocolSession {
 
     /// Feeds a chunked body's bytes not read yet (from `bodyStart`, where it begins) to its
     /// decoder; on completion, the position in the input where it ended.
-    private func feedChunked(from bodyStart: Int) -> ChunkedDecoder.Outcome {
-        if chunked == nil { chunked = ChunkedDecoder(limit: configuration.limits.maxBody) }
-        let from = bodyStart + chunkedRead
-        let outcome = input.withUnsafeBytes { chunked!.feed(UnsafeRawBufferPointer(rebasing: $0[from...])) }
+    private static func feedChunked(_ body: inout PendingBody, _ input: [UInt8], from bodyStart: Int, limit: Int) -> ChunkedDecoder.Outcome {
+        if body.chunked == nil { body.chunked = ChunkedDecoder(limit: limit) }
+        let from = bodyStart + body.chunkedRead
+        let outcome = input.withUnsafeBytes { body.chunked!.feed(UnsafeRawBufferPointer(rebasing: $0[from...])) }
         switch outcome {
-        case .needMore:
-            chunkedRead = input.count - bodyStart
-            return .needMore
-        case .complete(let consumed):
-            return .complete(consumed: from + consumed)
-        case .error:
-            chunked = nil
-            chunkedRead = 0
-            return outcome
+        case .needMore: body.chunkedRead = input.count - bodyStart
+        case .complete(let consumed): return .complete(consumed: from + consumed)
+        case .error: break
         }
+        return outcome
     }
 
     /// A request answered before its body arrived: the answer, then the close; what the client
     /// still sends is read and dropped while the connection lingers.
-    private func answerWithoutBody(_ output: inout Output, request: inout HTTPRequest, headLength: Int) {
+    private func answerWithoutBody(_ output: inout Output, request: inout HTTPRequest) {
         inputStart = input.count
         parser.reset()
-        awaitingBody = false
-        chunked = nil
-        chunkedRead = 0
+        pendingBody = nil
         request.keepAlive = false
         let response = dispatch.respond(to: request, startedMicroseconds: headStartedMicroseconds)
         requestsServed += 1
